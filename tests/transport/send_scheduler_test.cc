@@ -1,0 +1,293 @@
+// Unit tests of SendScheduler and TokenBucket. Deterministic: every time point
+// is injected, nothing depends on the wall clock.
+#include "transport/core/send_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "transport/core/token_bucket.h"
+
+namespace tictac::transport {
+namespace {
+
+using Clock = SendScheduler::Clock;
+using std::chrono::microseconds;
+using std::chrono::nanoseconds;
+const Clock::time_point kT0 = Clock::time_point{} + std::chrono::seconds(1000);
+constexpr uint32_t kMax = std::numeric_limits<uint32_t>::max();
+
+SchedulerOptions opts(size_t chunk, size_t window, size_t max_queued = 1000) {
+  SchedulerOptions o;
+  o.chunk_bytes = chunk;
+  o.window_bytes = window;
+  o.max_queued = max_queued;
+  return o;
+}
+
+void enqueueOk(SendScheduler& s, uint64_t id, uint32_t prio, size_t bytes, uint64_t peer = 1,
+               Clock::time_point t = kT0) {
+  Status st = s.enqueue(SendRequest{id, prio, bytes, peer}, t);
+  ASSERT_TRUE(st.isOk()) << st.toString();
+}
+
+// Pulls chunks (acking each at once) until nothing is left; returns op ids in chunk order.
+std::vector<uint64_t> drainAcking(SendScheduler& s) {
+  std::vector<uint64_t> order;
+  while (auto c = s.next(kT0)) {
+    order.push_back(c->op_id);
+    s.ack(c->op_id, c->length);
+  }
+  return order;
+}
+
+TEST(SendScheduler, DefaultsAreTheHeaderConstants) {
+  SendScheduler s;
+  EXPECT_EQ(s.options().chunk_bytes, kDefaultChunkBytes);
+  EXPECT_EQ(s.options().window_bytes, kDefaultWindowBytes);
+  EXPECT_EQ(s.options().max_queued, kDefaultMaxQueuedOps);
+  SendScheduler fixed(opts(0, 0, 0));  // invalid values fall back to the defaults
+  EXPECT_EQ(fixed.options().chunk_bytes, kDefaultChunkBytes);
+  EXPECT_EQ(fixed.options().window_bytes, kDefaultWindowBytes);
+}
+
+TEST(SendScheduler, CutsOpsIntoChunks) {
+  SendScheduler s(opts(4, 100));
+  enqueueOk(s, 1, 0, 10);
+  std::vector<Chunk> chunks;
+  while (auto c = s.next(kT0)) chunks.push_back(*c);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].offset, 0u);
+  EXPECT_EQ(chunks[1].offset, 4u);
+  EXPECT_EQ(chunks[2].offset, 8u);
+  EXPECT_EQ(chunks[2].length, 2u);
+  EXPECT_FALSE(chunks[1].last);
+  EXPECT_TRUE(chunks[2].last);
+  EXPECT_EQ(s.inFlightBytes(), 10u);
+  EXPECT_EQ(s.queuedOps(), 0u);
+  EXPECT_EQ(s.knownOps(), 1u);  // awaiting acks
+}
+
+TEST(SendScheduler, FifoWithinLevelAndStrictOrderAcrossLevels) {
+  SendScheduler s(opts(8, 1 << 20));
+  enqueueOk(s, 1, kMax, 8);
+  enqueueOk(s, 2, 5, 8);
+  enqueueOk(s, 3, 0, 8);
+  enqueueOk(s, 4, 5, 8);
+  enqueueOk(s, 5, 0, 8);
+  enqueueOk(s, 6, kMax - 1, 8);
+  EXPECT_EQ(drainAcking(s), (std::vector<uint64_t>{3, 5, 2, 4, 6, 1}));
+}
+
+TEST(SendScheduler, NeverWaitsForAbsentPriorities) {
+  SendScheduler s(opts(8, 64));
+  enqueueOk(s, 1, kMax, 8);  // nothing more urgent exists: it goes at once
+  auto c = s.next(kT0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->op_id, 1u);
+}
+
+TEST(SendScheduler, UrgentOvertakesBulkAtNextChunkBoundary) {
+  SendScheduler s(opts(100, 200));
+  enqueueOk(s, 1, 10, 1000);  // bulk: 10 chunks
+  auto a = s.next(kT0);
+  auto b = s.next(kT0);
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(s.next(kT0).has_value());  // window (2 chunks) full
+  enqueueOk(s, 2, 1, 150);                // urgent arrives mid-op
+  s.ack(1, 100);
+  auto u = s.next(kT0);
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->op_id, 2u);  // the very next chunk is the urgent one
+  EXPECT_EQ(u->length, 100u);
+  s.ack(1, 100);
+  auto u2 = s.next(kT0);
+  ASSERT_TRUE(u2.has_value());
+  EXPECT_EQ(u2->op_id, 2u);
+  EXPECT_TRUE(u2->last);
+  s.ack(2, 150);
+  auto resumed = s.next(kT0);
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(resumed->op_id, 1u);
+  EXPECT_EQ(resumed->offset, 200u);  // bulk resumes where it stopped
+}
+
+TEST(SendScheduler, WindowBoundsBytesInFlightAndAckReleases) {
+  SendScheduler s(opts(100, 300));
+  enqueueOk(s, 1, 0, 1000);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.next(kT0).has_value());
+  EXPECT_EQ(s.inFlightBytes(), 300u);
+  Clock::time_point retry{};
+  EXPECT_FALSE(s.next(kT0, &retry).has_value());
+  EXPECT_EQ(retry, Clock::time_point::max());  // only an ack can help
+  s.ack(1, 50);                                // partial ack: not enough for a chunk
+  EXPECT_FALSE(s.next(kT0).has_value());
+  s.ack(1, 50);
+  EXPECT_EQ(s.inFlightBytes(), 200u);
+  auto c = s.next(kT0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->offset, 300u);
+  s.ack(99, 100);      // unknown op: ignored
+  s.ack(1, 1 << 20);   // excess: only the op's own credit is returned
+  EXPECT_EQ(s.inFlightBytes(), 0u);
+}
+
+TEST(SendScheduler, ChunkBiggerThanWindowStillGoesOneAtATime) {
+  SendScheduler s(opts(1000, 10));
+  enqueueOk(s, 1, 0, 2500);
+  auto c = s.next(kT0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->length, 1000u);
+  EXPECT_FALSE(s.next(kT0).has_value());
+  s.ack(1, 1000);
+  EXPECT_EQ(drainAcking(s), (std::vector<uint64_t>{1, 1}));
+  EXPECT_EQ(s.knownOps(), 0u);
+}
+
+TEST(SendScheduler, ZeroByteOps) {
+  SendScheduler s(opts(100, 100));
+  enqueueOk(s, 1, 0, 100);
+  enqueueOk(s, 2, 1, 0);
+  ASSERT_TRUE(s.next(kT0).has_value());  // window now full
+  auto z = s.next(kT0);                  // a 0-byte chunk needs no credit
+  ASSERT_TRUE(z.has_value());
+  EXPECT_EQ(z->op_id, 2u);
+  EXPECT_EQ(z->length, 0u);
+  EXPECT_EQ(z->offset, 0u);
+  EXPECT_TRUE(z->last);
+  EXPECT_EQ(s.inFlightBytes(), 100u);
+  EXPECT_EQ(s.knownOps(), 1u);  // op 2 is finished and forgotten
+  EXPECT_FALSE(s.cancel(2));
+}
+
+TEST(SendScheduler, CancelMidOp) {
+  SendScheduler s(opts(100, 1000));
+  enqueueOk(s, 1, 0, 1000);
+  enqueueOk(s, 2, 1, 100);
+  ASSERT_EQ(s.next(kT0)->op_id, 1u);
+  ASSERT_EQ(s.next(kT0)->op_id, 1u);
+  EXPECT_TRUE(s.cancel(1));
+  EXPECT_FALSE(s.cancel(1));  // no unsent bytes left
+  EXPECT_FALSE(s.cancel(42));
+  EXPECT_EQ(s.inFlightBytes(), 200u);  // its chunks on the wire keep their credit
+  auto c = s.next(kT0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->op_id, 2u);
+  EXPECT_FALSE(s.next(kT0).has_value());
+  EXPECT_FALSE(s.cancel(2));  // all its chunks were handed out
+  s.ack(1, 200);
+  s.ack(2, 100);
+  EXPECT_EQ(s.inFlightBytes(), 0u);
+  EXPECT_EQ(s.knownOps(), 0u);
+  enqueueOk(s, 1, 0, 10);  // the id is free again
+}
+
+TEST(SendScheduler, FailPeerDropsQueuedAndInFlightOps) {
+  SendScheduler s(opts(100, 1000));
+  enqueueOk(s, 1, 0, 300, /*peer=*/7);
+  enqueueOk(s, 2, 1, 100, /*peer=*/8);
+  enqueueOk(s, 3, 2, 100, /*peer=*/7);
+  enqueueOk(s, 4, 3, 100, /*peer=*/7);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(s.next(kT0).has_value());  // 1 x3, 2
+  EXPECT_EQ(s.inFlightBytes(), 400u);
+  std::vector<uint64_t> dropped;
+  s.failPeer(7, &dropped);
+  std::sort(dropped.begin(), dropped.end());
+  EXPECT_EQ(dropped, (std::vector<uint64_t>{1, 3, 4}));
+  EXPECT_EQ(s.inFlightBytes(), 100u);  // only peer 8's chunk is left
+  EXPECT_EQ(s.queuedOps(), 0u);
+  s.ack(1, 100);  // a late ack for the failed peer changes nothing
+  EXPECT_EQ(s.inFlightBytes(), 100u);
+  s.failPeer(7, nullptr);
+  s.ack(2, 100);
+  EXPECT_EQ(s.knownOps(), 0u);
+}
+
+TEST(SendScheduler, BackPressureAndDuplicateIds) {
+  SendScheduler s(opts(100, 1000, /*max_queued=*/3));
+  for (uint64_t id = 1; id <= 3; ++id) enqueueOk(s, id, 0, 100);
+  Status full = s.enqueue(SendRequest{4, 0, 100, 1}, kT0);
+  EXPECT_EQ(full.code(), StatusCode::kNoResource);
+  EXPECT_EQ(s.queuedOps(), 3u);  // nothing was queued
+  EXPECT_EQ(s.enqueue(SendRequest{1, 0, 100, 1}, kT0).code(), StatusCode::kNoResource);
+  ASSERT_TRUE(s.next(kT0).has_value());  // op 1 fully handed out: one queue place frees
+  EXPECT_EQ(s.enqueue(SendRequest{1, 0, 5, 1}, kT0).code(), StatusCode::kInvalidArgument);
+  enqueueOk(s, 4, 0, 100);
+  EXPECT_EQ(drainAcking(s), (std::vector<uint64_t>{2, 3, 4}));
+}
+
+TEST(SendScheduler, CountersPerPriority) {
+  SendScheduler s(opts(100, 10000));
+  enqueueOk(s, 1, 3, 250, 1, kT0);
+  enqueueOk(s, 2, 3, 0, 1, kT0 + microseconds(10));
+  enqueueOk(s, 3, kMax, 100, 1, kT0);
+  ASSERT_EQ(s.next(kT0 + microseconds(5))->op_id, 1u);   // delay 5 us
+  ASSERT_EQ(s.next(kT0 + microseconds(40))->op_id, 1u);  // not a first chunk
+  ASSERT_EQ(s.next(kT0 + microseconds(40))->op_id, 1u);
+  ASSERT_EQ(s.next(kT0 + microseconds(50))->op_id, 2u);  // delay 40 us
+  ASSERT_EQ(s.next(kT0 + microseconds(60))->op_id, 3u);  // delay 60 us
+  auto c = s.counters();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[3].bytes_sent, 250u);
+  EXPECT_EQ(c[3].chunks, 4u);
+  EXPECT_EQ(c[3].ops, 2u);
+  EXPECT_DOUBLE_EQ(c[3].queue_delay_us_sum, 45.0);
+  EXPECT_DOUBLE_EQ(c[3].queue_delay_us_max, 40.0);
+  EXPECT_EQ(c[kMax].ops, 1u);
+  EXPECT_DOUBLE_EQ(c[kMax].queue_delay_us_max, 60.0);
+}
+
+TEST(SendScheduler, PacingHoldsChunksUntilTokensRefill) {
+  SchedulerOptions o = opts(1000, 1 << 20);
+  o.rate_gbps = 8.0;  // 1 byte per ns; burst = one chunk
+  SendScheduler s(o);
+  enqueueOk(s, 1, 0, 10000);
+  ASSERT_TRUE(s.next(kT0).has_value());
+  Clock::time_point retry{};
+  EXPECT_FALSE(s.next(kT0, &retry).has_value());
+  EXPECT_EQ(retry, kT0 + nanoseconds(1000));
+  EXPECT_FALSE(s.next(kT0 + nanoseconds(999)).has_value());
+  ASSERT_TRUE(s.next(kT0 + nanoseconds(1000)).has_value());
+  // Drive by retry_at: 8 more chunks take exactly 8 us at 8 Gbit/s.
+  Clock::time_point now = kT0 + nanoseconds(1000);
+  int sent = 0;
+  while (sent < 8) {
+    if (s.next(now, &retry)) {
+      ++sent;
+    } else {
+      ASSERT_NE(retry, Clock::time_point::max());
+      ASSERT_GT(retry, now);
+      now = retry;
+    }
+  }
+  EXPECT_EQ(now, kT0 + nanoseconds(9000));
+}
+
+TEST(TokenBucket, BurstAndSendsLargerThanTheBurst) {
+  TokenBucket unpaced(0, 10);
+  EXPECT_FALSE(unpaced.enabled());
+  EXPECT_TRUE(unpaced.tryConsume(1u << 30, kT0));
+
+  TokenBucket b(8.0, 3000);  // 1 byte/ns, starts full
+  EXPECT_TRUE(b.tryConsume(1000, kT0));
+  EXPECT_TRUE(b.tryConsume(2000, kT0));
+  EXPECT_FALSE(b.tryConsume(1, kT0));
+  EXPECT_TRUE(b.tryConsume(1, kT0 + nanoseconds(1)));
+  // 5000 > burst: allowed once the bucket is full, leaving a debt of 2000.
+  Clock::time_point ready{};
+  EXPECT_FALSE(b.tryConsume(5000, kT0 + nanoseconds(1), &ready));
+  EXPECT_EQ(ready, kT0 + nanoseconds(3001));
+  EXPECT_TRUE(b.tryConsume(5000, ready));
+  EXPECT_DOUBLE_EQ(b.tokens(), -2000.0);
+  EXPECT_FALSE(b.tryConsume(0, ready + nanoseconds(1999)));  // still in debt
+  EXPECT_TRUE(b.tryConsume(0, ready + nanoseconds(2000)));
+  EXPECT_FALSE(b.tryConsume(1, kT0));  // a time in the past adds nothing
+  EXPECT_TRUE(b.tryConsume(3000, ready + std::chrono::seconds(1)));  // capped at the burst
+  EXPECT_FALSE(b.tryConsume(1, ready + std::chrono::seconds(1)));
+}
+
+}  // namespace
+}  // namespace tictac::transport
