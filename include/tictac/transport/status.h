@@ -7,6 +7,7 @@
 // retry after completions have drained (back-pressure).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -46,6 +47,28 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+};
+
+// A value or the Status that explains why there is none (absl::StatusOr-like).
+// value() on an error Result is a programming error (asserts in debug builds).
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}                     // NOLINT: implicit
+  Result(Status status) : status_(std::move(status)) {               // NOLINT: implicit
+    if (status_.isOk()) status_ = Status(StatusCode::kInvalidArgument, "Result without value");
+  }
+  bool isOk() const { return value_.has_value(); }
+  explicit operator bool() const { return isOk(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+
+ private:
+  std::optional<T> value_;
+  Status status_;
 };
 
 }  // namespace tictac::transport

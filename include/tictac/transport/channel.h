@@ -1,0 +1,68 @@
+// tictac/transport/channel.h: a connection to one peer.
+//
+// send() queues a tensor for the peer; it leaves the buffer in place (zero
+// copy from registered memory: the buffer is registered on demand through the
+// context's cache) and the context's scheduler puts it on the wire most-urgent-
+// first, chunk by chunk. The send completes when the receiver has confirmed
+// every byte. expect() pre-posts where a tensor lands: data goes straight into
+// it. A send and an expect match on (id, iteration); the sizes must be equal,
+// otherwise both fail with kSizeMismatch. An incoming tensor without an expect
+// waits (its data stays with the backend) until one is posted.
+//
+// Threading: every method is thread safe and never blocks on the network.
+// Completions follow the contract in tictac/transport/types.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tictac/transport/status.h"
+#include "tictac/transport/types.h"
+
+namespace tictac::transport {
+
+class ContextImpl;
+
+class Channel {
+ public:
+  // Queues `len` bytes at `buf` (must stay valid and unchanged until the
+  // completion). Priority: the given one, else the context's hint provider,
+  // else options.default_priority. Synchronous errors: kNoResource (queue
+  // limit, retry after completions), kInvalidArgument (null buffer with len >
+  // 0, or the same (id, iteration) already pending on this channel),
+  // kPeerLost (channel already failed).
+  Result<OpHandle> send(const TensorKey& tensor, const void* buf, size_t len,
+                        std::optional<Priority> priority = std::nullopt,
+                        Completion completion = {});
+
+  // Posts the destination of (id, iteration). Completes kOk when all bytes
+  // arrived, kSizeMismatch when the sender's size differs from `len`.
+  Result<OpHandle> expect(const TensorKey& tensor, void* dst, size_t len,
+                          Completion completion = {});
+
+  // Cancels a send or expect of this channel. A send whose bytes are not all
+  // handed to the backend, or an expect not yet receiving data, completes with
+  // kCanceled. Returns false when it is too late (the op will complete
+  // normally) or the op is unknown/finished.
+  bool cancel(const OpHandle& op);
+
+  // Fails every pending op with kCanceled and closes the bootstrap link; the
+  // peer sees kPeerLost. Idempotent; also done by the destructor.
+  void close();
+
+  bool alive() const;
+  std::string peerName() const;  // "host:port" of the bootstrap link
+  uint32_t peerId() const;
+
+  ~Channel();
+  Channel(std::shared_ptr<ContextImpl> ctx, uint32_t peer);
+
+ private:
+  std::shared_ptr<ContextImpl> ctx_;
+  uint32_t peer_;
+};
+
+}  // namespace tictac::transport

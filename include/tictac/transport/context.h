@@ -1,0 +1,117 @@
+// tictac/transport/context.h: the transport context.
+//
+// A Context owns one backend (its device, worker and progress), the send
+// scheduler shared by all its peers, the registration cache and the TCP
+// bootstrap links. Channels to peers come from listen()/accept() on one side
+// and connect() on the other; both sides must use the same backend and job
+// token. See docs/transport.md (API, bootstrap and wire protocol) and
+// docs/thread_model.md (which thread runs what).
+//
+// Threading: every method is thread safe. Completions run in the progress
+// context: inside progress() (one thread at a time; a nested or concurrent
+// call returns 0 at once), on the progress thread when options.progress_thread
+// is set, or in a thread blocked in Op::wait().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tictac/transport/channel.h"
+#include "tictac/transport/hints.h"
+#include "tictac/transport/status.h"
+#include "tictac/transport/types.h"
+
+namespace tictac::transport {
+
+class ContextImpl;
+class ListenerImpl;
+
+struct ContextOptions {
+  std::string backend = "ucx";                       // "ucx" or "verbs"
+  std::string device;                                // backend device; empty = backend's choice
+  std::map<std::string, std::string> backend_config;  // e.g. UCX: {"TLS", "tcp"}
+  bool progress_thread = false;                      // run progress on an internal thread
+  uint64_t job_token = 0;                            // peers with another token are refused
+  std::chrono::milliseconds heartbeat_interval{500};  // bootstrap heartbeat period
+  std::chrono::milliseconds peer_timeout{3000};       // silence that declares a peer lost
+  std::chrono::milliseconds connect_timeout{10000};   // connect() retries this long
+  // Scheduler knobs (0 = library default, see docs/transport.md).
+  size_t chunk_bytes = 0;
+  size_t window_bytes = 0;
+  double rate_gbps = 0;      // payload pacing; 0 = unpaced
+  size_t max_queued = 0;     // sends queued (not yet started) before kNoResource
+  Priority default_priority = 1u << 31;  // when send() has no priority and no hint
+  std::shared_ptr<const HintProvider> hints;  // optional
+};
+
+struct RegistrationStats {
+  uint64_t hits = 0;           // send/expect found the buffer already registered
+  uint64_t misses = 0;         // a new registration was made
+  uint64_t invalidations = 0;  // entries dropped because memory was unmapped/freed/released
+  uint64_t entries = 0;        // registrations currently cached
+};
+
+struct PriorityStats {
+  Priority priority = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t chunks = 0;
+  uint64_t ops = 0;
+  double queue_delay_us_mean = 0;  // enqueue to first chunk
+  double queue_delay_us_max = 0;
+};
+
+class Listener {
+ public:
+  ~Listener();
+  uint16_t port() const;  // the bound port (useful after listen(0))
+  // Waits for one peer (handshake included) for up to `timeout`.
+  Result<std::shared_ptr<Channel>> accept(
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+  explicit Listener(std::unique_ptr<ListenerImpl> impl);
+
+ private:
+  std::unique_ptr<ListenerImpl> impl_;
+};
+
+class Context {
+ public:
+  // Creates the backend; kNoDevice / kUnsupported when it cannot run here.
+  static Result<std::shared_ptr<Context>> create(const ContextOptions& options);
+  ~Context();
+
+  // Listens for bootstrap connections on `port` (0 = any free port) with
+  // SO_REUSEADDR, on `bind_address` (default: all interfaces).
+  Result<std::unique_ptr<Listener>> listen(uint16_t port, const std::string& bind_address = "");
+  // Connects to a listening peer, retrying refused connections until
+  // options.connect_timeout.
+  Result<std::shared_ptr<Channel>> connect(const std::string& host, uint16_t port);
+
+  // Registers [addr, addr+len) ahead of time (send/expect register on demand
+  // otherwise). Cached; a later call covering the same range is a hit.
+  Status registerMemory(const void* addr, size_t len);
+  // Drops every cached registration overlapping the range (call before freeing
+  // memory if the backend has no memory hooks; harmless otherwise).
+  void releaseMemory(const void* addr, size_t len);
+  RegistrationStats registrationStats() const;
+  std::vector<PriorityStats> priorityStats() const;
+
+  // Runs the progress engine once: backend events, scheduler, completions.
+  // Returns the number of events handled (0 when idle or when another thread
+  // is inside progress()).
+  unsigned progress();
+
+  const ContextOptions& options() const;
+  std::string backendName() const;
+  ContextImpl& impl() { return *impl_; }
+
+  explicit Context(std::shared_ptr<ContextImpl> impl);
+
+ private:
+  std::shared_ptr<ContextImpl> impl_;
+};
+
+}  // namespace tictac::transport

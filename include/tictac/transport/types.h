@@ -1,0 +1,78 @@
+// tictac/transport/types.h: the vocabulary of the channel API.
+//
+// A tensor is identified on the wire by a 64-bit id plus an iteration number;
+// the same tensor is sent again every iteration with the next iteration
+// number. The optional name is local: hint providers match on it (a tictac-
+// analyze schedule names tensors), it never travels.
+//
+// Completion contract (every asynchronous call of the API):
+// - a completion fires exactly once, with the operation's final Status;
+// - never inside the call that posted the operation: always from the progress
+//   context (a thread inside Context::progress(), the progress thread, or a
+//   thread blocked in Op::wait() that drives progress);
+// - once it has fired (callback run, Op::done() true) the buffer belongs to the
+//   caller again;
+// - a call that fails synchronously (its Result holds an error) posts nothing:
+//   no completion will fire for it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "tictac/transport/status.h"
+
+namespace tictac::transport {
+
+// Lower = more urgent, any 32-bit value; FIFO inside one level.
+using Priority = uint32_t;
+
+struct TensorKey {
+  uint64_t id = 0;
+  uint32_t iteration = 0;
+  std::string name;  // optional, local only (hint providers)
+};
+
+// Called once with the final status; see the completion contract above.
+using Completion = std::function<void(const Status&)>;
+
+class Context;
+
+// The pollable / waitable half of a completion. Shared between the caller and
+// the library; every method is thread safe.
+class Op {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // True once the operation completed (its callback, if any, has returned).
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  // The final status; kInProgress while !done().
+  Status status() const;
+  // Blocks until done or until `timeout` passes; returns status() (kTimeout if
+  // the deadline passed first: the operation itself goes on). Without a
+  // progress thread the waiting thread drives the context's progress.
+  Status wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+
+  // Library side: construct with the progress function to drive while waiting.
+  Op(std::function<unsigned()> pump, uint64_t id) : pump_(std::move(pump)), id_(id) {}
+  uint64_t id() const { return id_; }
+  // Library side: records the status and wakes waiters (callback already ran).
+  void finish(const Status& status);
+
+ private:
+  std::function<unsigned()> pump_;  // Context::progress when no progress thread
+  uint64_t id_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> done_{false};
+  Status status_{StatusCode::kInProgress, ""};
+};
+
+using OpHandle = std::shared_ptr<Op>;
+
+}  // namespace tictac::transport

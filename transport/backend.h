@@ -1,0 +1,120 @@
+// transport/backend.h: the backend SPI (what the UCX and verbs backends implement).
+//
+// A backend moves messages between peers: a small header (the core's wire
+// header, opaque here) plus an optional payload that the receiver places
+// wherever the core says (rendezvous into the expected buffer). It knows
+// nothing of priorities, tensors, windows or acks: the core's scheduler decides
+// what is posted and when, and confirms bytes with its own ack messages.
+// Peers are numbered by the core; a backend learns them from addPeer() with the
+// address blob the remote backend's localAddress() produced (carried by the
+// core's TCP bootstrap).
+//
+// Threading: a backend is used from one thread at a time (the core serializes
+// every call under its progress lock). Events are delivered only from inside
+// progress(), never from inside another call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tictac/transport/status.h"
+
+namespace tictac::transport {
+
+using PeerId = uint32_t;
+// onMessage's `from` when the backend cannot tell the sender (the core then
+// trusts the wire header's src_peer, which it validates).
+inline constexpr PeerId kUnknownPeer = 0;
+// A payload of at most this many bytes posted without a region always arrives
+// in place (Incoming::data set): used for the core's control messages.
+inline constexpr size_t kInlineMax = 4096;
+
+struct BackendOptions {
+  std::string device;                         // empty: backend's choice
+  std::map<std::string, std::string> config;  // backend specific (UCX: ucp config keys)
+};
+
+// A registration of local memory; destroyed = deregistered.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual const void* base() const = 0;
+  virtual size_t length() const = 0;
+};
+
+// A payload that has arrived (or announced itself) at the receiver.
+struct Incoming {
+  size_t length = 0;             // payload bytes
+  const void* data = nullptr;    // in place (valid during onMessage only), or null
+  // Set by onMessage to keep the payload for a later receive()/release(): the
+  // backend writes the payload's descriptor to *retain_into before progress()
+  // returns (copying the bytes first if its transport cannot keep them).
+  void** retain_into = nullptr;
+};
+
+// Implemented by the core; called only from inside Backend::progress(). A
+// handler records what happened and returns; it never calls the backend.
+class BackendEvents {
+ public:
+  virtual ~BackendEvents() = default;
+  // A message from `from`. If in.data is set the payload can be read now;
+  // otherwise (or to read it later) set in.retain_into and call receive()/release().
+  virtual void onMessage(PeerId from, std::span<const std::byte> header, Incoming& in) = 0;
+  virtual void onSendDone(uint64_t token, const Status& status) = 0;     // post() finished
+  virtual void onReceiveDone(uint64_t token, const Status& status) = 0;  // receive() finished
+  virtual void onPeerError(PeerId peer, const Status& status) = 0;       // endpoint failed
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Address blob for the peer's addPeer() (worker address, QP info, keys...).
+  virtual std::vector<uint8_t> localAddress() = 0;
+  virtual Status addPeer(PeerId peer, std::span<const uint8_t> remote_address) = 0;
+  // Forgets a peer; posted operations on it complete (with an error) later.
+  virtual void removePeer(PeerId peer) = 0;
+
+  virtual Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) = 0;
+
+  // Sends header + payload [data, data+len) to peer; onSendDone(token) later.
+  // `region` covers the payload when non-null. The payload must stay valid
+  // until onSendDone. Errors returned here mean nothing was posted.
+  virtual Status post(PeerId peer, std::span<const std::byte> header, const void* data,
+                      size_t len, const MemoryRegion* region, uint64_t token) = 0;
+  // Lands a retained payload in dst; onReceiveDone(token) later (also on error).
+  virtual Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
+                         uint64_t token) = 0;
+  // Drops a retained payload.
+  virtual void release(void* desc) = 0;
+
+  // Makes progress and delivers events; returns how many were handled.
+  virtual unsigned progress() = 0;
+  // An fd that becomes readable when arm() returned true and events arrive;
+  // -1 if the backend cannot sleep (then the caller polls).
+  virtual int eventFd() = 0;
+  // Prepares to sleep on eventFd(); false means events are pending (progress).
+  virtual bool arm() = 0;
+
+  // Counters of memory invalidations seen by the backend's memory hooks are
+  // reported through this callback (addr, len), from any thread.
+  using UnmapHook = void (*)(void* arg, const void* addr, size_t len);
+  virtual bool installUnmapHook(UnmapHook hook, void* arg) = 0;
+  virtual void removeUnmapHook(UnmapHook hook, void* arg) = 0;
+};
+
+// Each backend folder exposes one factory (transport/<name>/factory.h):
+//   Result<std::unique_ptr<Backend>> create(const BackendOptions&, BackendEvents*);
+// createBackend() dispatches by name; kUnsupported when not compiled in.
+Result<std::unique_ptr<Backend>> createBackend(const std::string& name,
+                                               const BackendOptions& options,
+                                               BackendEvents* events);
+// Names of the backends compiled into this build.
+std::vector<std::string> compiledBackends();
+
+}  // namespace tictac::transport

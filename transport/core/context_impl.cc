@@ -1,0 +1,208 @@
+#include "transport/core/context_impl.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include "transport/core/bootstrap.h"
+
+namespace tictac::transport {
+
+namespace {
+thread_local int t_in_callbacks = 0;  // >0 while this thread runs completions
+}
+
+ContextImpl::ContextImpl(const ContextOptions& options) : opts_(options) {}
+
+Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& options) {
+  std::shared_ptr<ContextImpl> c(new ContextImpl(options));
+  BackendOptions bo{options.device, options.backend_config};
+  auto backend = createBackend(options.backend, bo, c.get());
+  if (!backend) return backend.status();
+  c->backend_ = std::move(backend.value());
+  c->cache_ = std::make_unique<RegCache>(c->backend_.get());
+  c->backend_->installUnmapHook(&RegCache::unmapHook, c->cache_.get());
+  SchedulerOptions so;
+  so.chunk_bytes = options.chunk_bytes;
+  so.window_bytes = options.window_bytes;
+  so.rate_gbps = options.rate_gbps;
+  so.max_queued = SIZE_MAX / 2;  // the channel enforces max_queued itself (see send())
+  c->sched_ = std::make_unique<SendScheduler>(so);
+  if (c->opts_.max_queued == 0) c->opts_.max_queued = kDefaultMaxQueuedOps;
+  c->opts_.chunk_bytes = c->sched_->options().chunk_bytes;
+  c->opts_.window_bytes = c->sched_->options().window_bytes;
+  std::weak_ptr<ContextImpl> weak = c;
+  c->monitor_ = std::make_unique<PeerMonitor>(
+      options.heartbeat_interval, options.peer_timeout, [weak](uint32_t peer, const Status& why) {
+        if (auto self = weak.lock()) {
+          std::lock_guard<std::mutex> lock(self->sub_mu_);
+          self->lost_.emplace_back(peer, why);
+          self->sub_pending_ = true;
+        }
+      });
+  if (options.progress_thread) {
+    c->progress_thread_ = std::thread([raw = c.get()] { raw->progressLoop(); });
+  }
+  return c;
+}
+
+ContextImpl::~ContextImpl() {
+  stop_ = true;
+  if (progress_thread_.joinable()) progress_thread_.join();
+  monitor_.reset();  // closes every bootstrap link (peers see kBye)
+  std::lock_guard<std::mutex> lock(core_mu_);
+  for (auto& [id, peer] : peers_) {
+    if (peer.alive) backend_->removePeer(id);
+  }
+  for (auto& [key, q] : stash_) {
+    for (auto& s : q) backend_->release(s.desc);
+  }
+  if (backend_) backend_->removeUnmapHook(&RegCache::unmapHook, cache_.get());
+  cache_->clear();
+  backend_.reset();
+}
+
+void ContextImpl::progressLoop() {
+  unsigned idle = 0;
+  while (!stop_) {
+    if (progress() > 0) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < 1000) continue;
+    // Idle: sleep on the backend's event fd (or 1 ms) so two cores are not both spun.
+    int fd = -1;
+    {
+      std::lock_guard<std::mutex> lock(core_mu_);
+      if (backend_->arm()) fd = backend_->eventFd();
+    }
+    if (sub_pending_) continue;
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, fd >= 0 ? 1 : 0, 1);
+    idle = 0;
+  }
+}
+
+unsigned ContextImpl::progress() {
+  if (t_in_callbacks > 0) return 0;
+  std::unique_lock<std::mutex> lock(core_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;
+  unsigned n = 0;
+  if (sub_pending_.load(std::memory_order_acquire)) {
+    drainSubmissions();
+    handleLostPeers();
+    n++;
+  }
+  n += backend_->progress();
+  n += startLandings();
+  n += flushControl();
+  n += pump();
+  std::vector<Ready> ready;
+  ready.swap(ready_);
+  lock.unlock();
+  ++t_in_callbacks;
+  for (auto& r : ready) {
+    if (r.cb) r.cb(r.status);
+    r.handle->finish(r.status);
+  }
+  --t_in_callbacks;
+  return n + static_cast<unsigned>(ready.size());
+}
+
+Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::string& name) {
+  uint32_t id;
+  bootstrap::Hello mine;
+  {
+    std::lock_guard<std::mutex> lock(core_mu_);
+    id = next_peer_++;
+    mine.job_token = opts_.job_token;
+    mine.assigned_id = id;
+    mine.backend = backend_->name();
+    mine.address = backend_->localAddress();
+  }
+  auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout;
+  auto theirs = bootstrap::handshake(fd, initiator, mine, deadline);
+  if (!theirs) {
+    ::close(fd);
+    return theirs.status();
+  }
+  {
+    std::lock_guard<std::mutex> lock(core_mu_);
+    if (Status s = backend_->addPeer(id, theirs.value().address); !s) {
+      ::close(fd);
+      return s;
+    }
+    Peer& p = peers_[id];
+    p.name = name;
+    p.my_id_there = theirs.value().assigned_id;
+  }
+  monitor_->add(id, fd);
+  return id;
+}
+
+void ContextImpl::handleLostPeers() {
+  std::vector<std::pair<uint32_t, Status>> lost;
+  {
+    std::lock_guard<std::mutex> lock(sub_mu_);
+    lost.swap(lost_);
+  }
+  for (auto& [peer, why] : lost) failPeer(peer, why);
+}
+
+void ContextImpl::onPeerError(PeerId peer, const Status& status) {
+  std::lock_guard<std::mutex> lock(sub_mu_);
+  lost_.emplace_back(peer, Status(StatusCode::kPeerLost, status.message()));
+  sub_pending_ = true;
+}
+
+bool ContextImpl::peerAlive(uint32_t peer) {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  auto it = peers_.find(peer);
+  return it != peers_.end() && it->second.alive;
+}
+
+std::string ContextImpl::peerName(uint32_t peer) {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  auto it = peers_.find(peer);
+  return it == peers_.end() ? std::string() : it->second.name;
+}
+
+void ContextImpl::closePeer(uint32_t peer) {
+  monitor_->remove(peer);
+  std::lock_guard<std::mutex> lock(core_mu_);
+  drainSubmissions();
+  failPeer(peer, Status(StatusCode::kCanceled, "channel closed"));
+}
+
+Status ContextImpl::registerMemory(const void* addr, size_t len) {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  auto r = cache_->lookup(addr, len);
+  return r ? Status::ok() : r.status();
+}
+
+void ContextImpl::releaseMemory(const void* addr, size_t len) {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  cache_->release(addr, len);
+}
+
+RegistrationStats ContextImpl::registrationStats() {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  return cache_->stats();
+}
+
+std::vector<PriorityStats> ContextImpl::priorityStats() {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  std::vector<PriorityStats> out;
+  for (auto& [prio, c] : sched_->counters()) {
+    PriorityStats s;
+    s.priority = prio;
+    s.bytes_sent = c.bytes_sent;
+    s.chunks = c.chunks;
+    s.ops = c.ops;
+    s.queue_delay_us_mean = c.ops ? c.queue_delay_us_sum / static_cast<double>(c.ops) : 0;
+    s.queue_delay_us_max = c.queue_delay_us_max;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace tictac::transport

@@ -1,0 +1,201 @@
+// transport/core/context_impl.h: the engine behind Context and Channel.
+//
+// State and its owners:
+// - submissions (sends/expects posted by any thread) and lost-peer notices:
+//   guarded by sub_mu_, drained into the core at the start of progress();
+// - everything else (scheduler, backend, op tables, registration cache,
+//   peers): guarded by core_mu_, held by the one thread inside progress() (or
+//   briefly by connect/accept/cancel/close);
+// - completions are collected under core_mu_ and run after it is released, in
+//   the thread that ran progress(), with nested progress() calls refused.
+// Send path (send_path.cc): scheduler.next() -> backend.post() -> the receiver
+// acks each chunk once its bytes are in place -> scheduler.ack(); a send
+// completes when every chunk is acked and every post finished.
+// Receive path (recv_path.cc): validate the wire header, land the chunk in the
+// expected buffer (or keep it with the backend until expect()), ack it.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tictac/transport/context.h"
+#include "transport/backend.h"
+#include "transport/core/peer_monitor.h"
+#include "transport/core/reg_cache.h"
+#include "transport/core/send_scheduler.h"
+#include "transport/core/wire.h"
+
+namespace tictac::transport {
+
+struct PeerKey {  // (peer, tensor id, iteration)
+  uint32_t peer;
+  uint32_t iteration;
+  uint64_t tensor;
+  bool operator==(const PeerKey&) const = default;
+};
+struct PeerKeyHash {
+  size_t operator()(const PeerKey& k) const {
+    return std::hash<uint64_t>()(k.tensor * 0x9E3779B97F4A7C15ull ^ k.iteration ^
+                                 (uint64_t{k.peer} << 40));
+  }
+};
+
+class ContextImpl : public BackendEvents, public std::enable_shared_from_this<ContextImpl> {
+ public:
+  static Result<std::shared_ptr<ContextImpl>> create(const ContextOptions& options);
+  ~ContextImpl() override;
+
+  Result<OpHandle> send(uint32_t peer, const TensorKey& key, const void* buf, size_t len,
+                        std::optional<Priority> prio, Completion cb);
+  Result<OpHandle> expect(uint32_t peer, const TensorKey& key, void* dst, size_t len,
+                          Completion cb);
+  bool cancel(uint32_t peer, const OpHandle& op);
+  void closePeer(uint32_t peer);
+  bool peerAlive(uint32_t peer);
+  std::string peerName(uint32_t peer);
+  // Handshake over a connected bootstrap fd, then adds the peer everywhere.
+  Result<uint32_t> setupPeer(int fd, bool initiator, const std::string& name);
+
+  unsigned progress();
+  Status registerMemory(const void* addr, size_t len);
+  void releaseMemory(const void* addr, size_t len);
+  RegistrationStats registrationStats();
+  std::vector<PriorityStats> priorityStats();
+  const ContextOptions& options() const { return opts_; }
+  std::string backendName() const { return backend_->name(); }
+
+  // BackendEvents (inside backend_->progress(), core_mu_ held).
+  void onMessage(PeerId from, std::span<const std::byte> header, Incoming& in) override;
+  void onSendDone(uint64_t token, const Status& status) override;
+  void onReceiveDone(uint64_t token, const Status& status) override;
+  void onPeerError(PeerId peer, const Status& status) override;
+
+ private:
+  struct SendOp {
+    OpHandle handle;
+    Completion cb;
+    uint32_t peer = 0;
+    uint64_t tensor = 0;
+    uint32_t iteration = 0;
+    const char* buf = nullptr;
+    size_t len = 0;
+    const MemoryRegion* region = nullptr;
+    size_t acked = 0;
+    unsigned posts = 0;     // backend posts not yet done
+    bool all_handed = false, zero_acked = false, in_sched = false;
+    std::optional<Status> failed;
+  };
+  struct RecvOp {
+    OpHandle handle;
+    Completion cb;
+    PeerKey key{};
+    char* dst = nullptr;
+    size_t len = 0;
+    const MemoryRegion* region = nullptr;
+    size_t received = 0;
+    unsigned pending = 0;  // backend receives not yet done
+    bool started = false, seen_last = false;
+    std::optional<Status> failed;
+  };
+  struct Stashed {  // a chunk that arrived before its expect (already acked)
+    wire::Header h;
+    void* desc;
+  };
+  struct Post {  // one backend post in flight
+    wire::Header h;
+    uint64_t op = 0;  // send op (data) or 0 (control)
+    std::vector<wire::AckEntry> acks;
+  };
+  struct Landing {  // one backend receive in flight or to start
+    uint64_t recv_op;
+    uint32_t peer;
+    uint64_t send_op;
+    size_t len;
+    bool ack;
+    bool last;
+    void* desc = nullptr;
+    size_t offset = 0;
+  };
+  struct Peer {
+    std::string name;
+    uint32_t my_id_there = 0;  // the id the peer gave us (our src_peer)
+    bool alive = true;
+    std::vector<wire::AckEntry> acks;
+    std::vector<wire::Header> ctrl;  // nacks / aborts to send
+  };
+  struct Submission {
+    bool is_send;
+    uint64_t id;
+    uint32_t peer;
+    TensorKey key;
+    char* buf;
+    size_t len;
+    Priority prio;
+    Completion cb;
+    OpHandle handle;
+  };
+  struct Ready {
+    OpHandle handle;
+    Completion cb;
+    Status status;
+  };
+
+  explicit ContextImpl(const ContextOptions& options);
+  OpHandle newHandle(uint64_t id);
+  void drainSubmissions();
+  void startSend(Submission& s);
+  void startExpect(Submission& s);
+  void handleLostPeers();
+  void failPeer(uint32_t peer, const Status& why);
+  unsigned pump();
+  unsigned startLandings();
+  unsigned flushControl();
+  void onData(const wire::Header& h, Incoming& in);
+  void onAcks(const wire::Header& h, const Incoming& in);
+  void onNack(const wire::Header& h);
+  void land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming* in, void* desc, bool ack);
+  void queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about, StatusCode code);
+  void failSend(uint64_t id, const Status& s, bool tell_peer);
+  void failExpect(uint64_t id, const Status& s);
+  void dropStash(const PeerKey& key);
+  void tryFinishSend(uint64_t id);
+  void tryFinishExpect(uint64_t id);
+  void progressLoop();
+
+  ContextOptions opts_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<RegCache> cache_;
+  std::unique_ptr<PeerMonitor> monitor_;
+  std::unique_ptr<SendScheduler> sched_;
+
+  std::mutex sub_mu_;
+  std::vector<Submission> subs_;
+  std::vector<std::pair<uint32_t, Status>> lost_;
+  std::atomic<bool> sub_pending_{false};
+  std::atomic<size_t> queued_sends_{0};
+  std::atomic<uint64_t> next_id_{1};
+
+  std::mutex core_mu_;
+  std::unordered_map<uint32_t, Peer> peers_;
+  uint32_t next_peer_ = 1;
+  std::unordered_map<uint64_t, SendOp> sends_;
+  std::unordered_map<uint64_t, RecvOp> recvs_;
+  std::unordered_map<PeerKey, uint64_t, PeerKeyHash> expect_index_;
+  std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
+  std::unordered_map<uint64_t, uint32_t> rejected_;  // sender op (xor peer) -> peer
+  std::unordered_map<uint64_t, Post> posts_;
+  std::unordered_map<uint64_t, Landing> landings_;
+  std::deque<Landing> to_land_;  // deque: backends write descs into its slots
+  uint64_t next_token_ = 1;
+  std::vector<Ready> ready_;
+
+  std::atomic<bool> stop_{false};
+  std::thread progress_thread_;
+};
+
+}  // namespace tictac::transport

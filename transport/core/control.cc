@@ -1,0 +1,99 @@
+// Expect posting (matching stashed chunks) and the control messages (acks,
+// nacks, aborts) flushed once per progress() call (progress context).
+#include "transport/core/context_impl.h"
+
+namespace tictac::transport {
+
+void ContextImpl::startExpect(Submission& s) {
+  PeerKey key{s.peer, s.key.iteration, s.key.id};
+  auto fail = [&](Status st) { ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)}); };
+  auto pit = peers_.find(s.peer);
+  if (pit == peers_.end() || !pit->second.alive) {
+    return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
+  }
+  if (expect_index_.count(key)) {
+    return fail(Status(StatusCode::kInvalidArgument,
+                       "expect: tensor " + std::to_string(s.key.id) + " iteration " +
+                           std::to_string(s.key.iteration) + " is already expected"));
+  }
+  auto reg = cache_->lookup(s.buf, s.len);
+  if (!reg) return fail(reg.status());
+  RecvOp r;
+  r.handle = s.handle;
+  r.cb = std::move(s.cb);
+  r.key = key;
+  r.dst = s.buf;
+  r.len = s.len;
+  r.region = reg.value();
+  auto [it, ok] = recvs_.emplace(s.id, std::move(r));
+  expect_index_[key] = s.id;
+  auto st = stash_.find(key);
+  if (st == stash_.end()) return;
+  std::deque<Stashed> q = std::move(st->second);
+  stash_.erase(st);
+  const wire::Header& first = q.front().h;
+  if (first.total_len != s.len) {
+    bool last_seen = false;
+    for (auto& c : q) {
+      last_seen |= (c.h.flags & wire::kFlagLast) != 0;
+      backend_->release(c.desc);
+    }
+    queueCtrl(s.peer, wire::MsgType::kNack, first, StatusCode::kSizeMismatch);
+    if (!last_seen) rejected_[first.op_id ^ (uint64_t{s.peer} << 48)] = s.peer;
+    failExpect(s.id, Status(StatusCode::kSizeMismatch,
+                            "tensor " + std::to_string(s.key.id) + ": expected " +
+                                std::to_string(s.len) + " bytes, sender has " +
+                                std::to_string(first.total_len)));
+    return;
+  }
+  for (auto& c : q) land(it->second, s.id, c.h, nullptr, c.desc, false);
+}
+
+void ContextImpl::queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about,
+                            StatusCode code) {
+  auto pit = peers_.find(peer);
+  if (pit == peers_.end() || !pit->second.alive) return;
+  wire::Header h;
+  h.type = static_cast<uint8_t>(type);
+  h.src_peer = pit->second.my_id_there;
+  h.tensor_id = about.tensor_id;
+  h.iteration = about.iteration;
+  h.op_id = about.op_id;
+  h.status = static_cast<int32_t>(code);
+  pit->second.ctrl.push_back(h);
+}
+
+unsigned ContextImpl::flushControl() {
+  unsigned n = 0;
+  for (auto& [id, peer] : peers_) {
+    if (!peer.alive || (peer.acks.empty() && peer.ctrl.empty())) continue;
+    for (auto& h : peer.ctrl) {
+      uint64_t token = next_token_++;
+      auto [pt, ok] = posts_.emplace(token, Post{h, 0, {}});
+      if (!backend_->post(id, wire::asBytes(pt->second.h), nullptr, 0, nullptr, token)) {
+        posts_.erase(pt);
+      }
+      ++n;
+    }
+    peer.ctrl.clear();
+    for (size_t i = 0; i < peer.acks.size(); i += wire::kMaxAckEntries) {
+      size_t cnt = std::min(wire::kMaxAckEntries, peer.acks.size() - i);
+      Post post;
+      post.h.type = static_cast<uint8_t>(wire::MsgType::kAck);
+      post.h.src_peer = peer.my_id_there;
+      post.h.length = static_cast<uint32_t>(cnt * sizeof(wire::AckEntry));
+      post.acks.assign(peer.acks.begin() + static_cast<long>(i),
+                       peer.acks.begin() + static_cast<long>(i + cnt));
+      uint64_t token = next_token_++;
+      auto [pt, ok] = posts_.emplace(token, std::move(post));
+      Status st = backend_->post(id, wire::asBytes(pt->second.h), pt->second.acks.data(),
+                                 pt->second.h.length, nullptr, token);
+      if (!st) posts_.erase(pt);
+      ++n;
+    }
+    peer.acks.clear();
+  }
+  return n;
+}
+
+}  // namespace tictac::transport

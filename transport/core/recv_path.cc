@@ -1,0 +1,167 @@
+// Receive path: header validation, landing chunks, stash, acks (progress context).
+#include <cstring>
+
+#include "transport/core/context_impl.h"
+
+namespace tictac::transport {
+
+void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incoming& in) {
+  wire::Header h;
+  Status st = wire::decodeHeader(raw, in.length, &h);
+  if (st && from != kUnknownPeer && from != h.src_peer) {
+    st = Status(StatusCode::kProtocolError, "wire header names another peer");
+  }
+  auto pit = peers_.find(h.src_peer);
+  if (st && (pit == peers_.end() || !pit->second.alive)) return;  // late message of a gone peer
+  if (!st) {
+    if (from != kUnknownPeer) onPeerError(from, st);
+    return;  // without a trustworthy peer id there is no one to blame: dropped
+  }
+  switch (static_cast<wire::MsgType>(h.type)) {
+    case wire::MsgType::kData: return onData(h, in);
+    case wire::MsgType::kAck: return onAcks(h, in);
+    case wire::MsgType::kNack: return onNack(h);
+    case wire::MsgType::kAbort: {
+      PeerKey key{h.src_peer, h.iteration, h.tensor_id};
+      rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
+      dropStash(key);
+      if (auto it = expect_index_.find(key); it != expect_index_.end()) {
+        failExpect(it->second, Status(static_cast<StatusCode>(h.status),
+                                      "sender canceled tensor " + std::to_string(h.tensor_id)));
+      }
+      return;
+    }
+  }
+}
+
+void ContextImpl::onData(const wire::Header& h, Incoming& in) {
+  PeerKey key{h.src_peer, h.iteration, h.tensor_id};
+  Peer& peer = peers_[h.src_peer];
+  uint64_t rkey = h.op_id ^ (uint64_t{h.src_peer} << 48);
+  if (auto rj = rejected_.find(rkey); rj != rejected_.end()) {  // dropped, but acked
+    peer.acks.push_back({h.op_id, h.length});
+    if (h.flags & wire::kFlagLast) rejected_.erase(rj);
+    return;
+  }
+  auto it = expect_index_.find(key);
+  if (it == expect_index_.end()) {
+    // No expect yet: the backend keeps the bytes; ack now so an unexpected
+    // tensor never holds the sender's window (its send completes only once the
+    // backend delivered the data, when the expect comes).
+    auto& q = stash_[key];
+    q.push_back(Stashed{h, nullptr});
+    in.retain_into = &q.back().desc;  // deque: the slot stays where it is
+    peer.acks.push_back({h.op_id, h.length});
+    return;
+  }
+  RecvOp& r = recvs_[it->second];
+  if (h.total_len != r.len) {
+    queueCtrl(h.src_peer, wire::MsgType::kNack, h, StatusCode::kSizeMismatch);
+    if (!(h.flags & wire::kFlagLast)) rejected_[rkey] = h.src_peer;
+    peer.acks.push_back({h.op_id, h.length});
+    failExpect(it->second, Status(StatusCode::kSizeMismatch,
+                                  "tensor " + std::to_string(h.tensor_id) + ": expected " +
+                                      std::to_string(r.len) + " bytes, sender has " +
+                                      std::to_string(h.total_len)));
+    return;
+  }
+  land(r, it->second, h, &in, nullptr, true);
+}
+
+// Lands one chunk: in place now (memcpy), or through backend.receive() later.
+void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming* in, void* desc,
+                       bool ack) {
+  r.started = true;
+  bool last = (h.flags & wire::kFlagLast) != 0;
+  if (in != nullptr && (in->data != nullptr || h.length == 0)) {
+    if (h.length > 0) std::memcpy(r.dst + h.offset, in->data, h.length);
+    r.received += h.length;
+    r.seen_last |= last;
+    if (ack) peers_[h.src_peer].acks.push_back({h.op_id, h.length});
+    tryFinishExpect(rid);
+    return;
+  }
+  r.pending++;
+  to_land_.push_back(Landing{rid, h.src_peer, h.op_id, h.length, ack, last, desc, h.offset});
+  if (in != nullptr) in->retain_into = &to_land_.back().desc;  // deque: stable slot
+}
+
+unsigned ContextImpl::startLandings() {
+  unsigned n = 0;
+  std::deque<Landing> todo;
+  todo.swap(to_land_);
+  for (auto& l : todo) {
+    auto it = recvs_.find(l.recv_op);
+    if (it == recvs_.end() || it->second.failed) {
+      backend_->release(l.desc);
+      if (it != recvs_.end()) {
+        it->second.pending--;
+        tryFinishExpect(l.recv_op);
+      }
+      continue;
+    }
+    RecvOp& r = it->second;
+    uint64_t token = next_token_++;
+    landings_.emplace(token, l);
+    Status st = backend_->receive(l.desc, r.dst + l.offset, l.len, r.region, token);
+    if (!st) {
+      landings_.erase(token);
+      r.pending--;
+      failExpect(l.recv_op, st);
+    }
+    ++n;
+  }
+  return n;
+}
+
+void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
+  auto lt = landings_.find(token);
+  if (lt == landings_.end()) return;
+  Landing l = lt->second;
+  landings_.erase(lt);
+  auto it = recvs_.find(l.recv_op);
+  if (it == recvs_.end()) return;
+  RecvOp& r = it->second;
+  r.pending--;
+  if (!status) {
+    failExpect(l.recv_op, status);
+    return;
+  }
+  r.received += l.len;
+  r.seen_last |= l.last;
+  auto pit = peers_.find(l.peer);
+  if (l.ack && pit != peers_.end() && pit->second.alive) {
+    pit->second.acks.push_back({l.send_op, l.len});
+  }
+  tryFinishExpect(l.recv_op);
+}
+
+void ContextImpl::failExpect(uint64_t id, const Status& s) {
+  auto it = recvs_.find(id);
+  if (it == recvs_.end() || it->second.failed) return;
+  it->second.failed = s;
+  expect_index_.erase(it->second.key);
+  tryFinishExpect(id);
+}
+
+void ContextImpl::tryFinishExpect(uint64_t id) {
+  auto it = recvs_.find(id);
+  if (it == recvs_.end()) return;
+  RecvOp& r = it->second;
+  if (r.pending > 0) return;  // the backend still writes into the buffer
+  bool done = r.seen_last && r.received >= r.len;
+  if (!done && !r.failed) return;
+  if (!r.failed) expect_index_.erase(r.key);
+  Status st = r.failed ? *r.failed : Status::ok();
+  ready_.push_back(Ready{std::move(r.handle), std::move(r.cb), std::move(st)});
+  recvs_.erase(it);
+}
+
+void ContextImpl::dropStash(const PeerKey& key) {
+  auto it = stash_.find(key);
+  if (it == stash_.end()) return;
+  for (auto& s : it->second) backend_->release(s.desc);
+  stash_.erase(it);
+}
+
+}  // namespace tictac::transport

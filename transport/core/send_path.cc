@@ -1,0 +1,171 @@
+// Send path: scheduler -> backend posts, acks, nacks, failures (progress context).
+#include <cstring>
+
+#include "transport/core/context_impl.h"
+
+namespace tictac::transport {
+
+unsigned ContextImpl::pump() {
+  unsigned n = 0;
+  auto now = SendScheduler::Clock::now();
+  while (auto c = sched_->next(now)) {
+    auto it = sends_.find(c->op_id);
+    if (it == sends_.end()) {  // cannot happen: ops leave the scheduler before sends_
+      sched_->ack(c->op_id, c->length);
+      continue;
+    }
+    SendOp& op = it->second;
+    auto pit = peers_.find(op.peer);
+    Post post;
+    post.op = c->op_id;
+    post.h.type = static_cast<uint8_t>(wire::MsgType::kData);
+    post.h.flags = c->last ? wire::kFlagLast : 0;
+    post.h.src_peer = pit->second.my_id_there;
+    post.h.iteration = op.iteration;
+    post.h.tensor_id = op.tensor;
+    post.h.op_id = c->op_id;
+    post.h.total_len = op.len;
+    post.h.offset = c->offset;
+    post.h.length = static_cast<uint32_t>(c->length);
+    uint64_t token = next_token_++;
+    auto [pt, ok] = posts_.emplace(token, std::move(post));
+    Status st = backend_->post(op.peer, wire::asBytes(pt->second.h), op.buf + c->offset,
+                               c->length, op.region, token);
+    if (c->last) {
+      op.all_handed = true;
+      op.in_sched = false;
+      queued_sends_.fetch_sub(1);
+    }
+    if (!st) {
+      posts_.erase(pt);
+      sched_->ack(c->op_id, c->length);
+      failSend(c->op_id, st, true);
+      continue;
+    }
+    op.posts++;
+    ++n;
+  }
+  return n;
+}
+
+void ContextImpl::onSendDone(uint64_t token, const Status& status) {
+  auto pt = posts_.find(token);
+  if (pt == posts_.end()) return;
+  uint64_t id = pt->second.op;
+  size_t len = pt->second.h.length;
+  bool data = pt->second.h.type == static_cast<uint8_t>(wire::MsgType::kData);
+  posts_.erase(pt);
+  if (!data) return;
+  auto it = sends_.find(id);
+  if (it == sends_.end()) return;
+  it->second.posts--;
+  if (!status) {
+    sched_->ack(id, len);  // its ack will never come
+    failSend(id, status, true);
+  }
+  tryFinishSend(id);
+}
+
+void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
+  size_t n = h.length / sizeof(wire::AckEntry);
+  auto* e = static_cast<const wire::AckEntry*>(in.data);
+  for (size_t i = 0; i < n; ++i) {
+    wire::AckEntry a;
+    std::memcpy(&a, e + i, sizeof(a));
+    auto it = sends_.find(a.op_id);
+    if (it == sends_.end() || it->second.peer != h.src_peer) continue;
+    SendOp& op = it->second;
+    sched_->ack(a.op_id, a.bytes);
+    op.acked += a.bytes;
+    if (a.bytes == 0) op.zero_acked = true;
+    tryFinishSend(a.op_id);
+  }
+}
+
+void ContextImpl::onNack(const wire::Header& h) {
+  auto it = sends_.find(h.op_id);
+  if (it == sends_.end() || it->second.tensor != h.tensor_id || it->second.peer != h.src_peer) {
+    return;
+  }
+  auto code = static_cast<StatusCode>(h.status);
+  std::string why = code == StatusCode::kSizeMismatch
+                        ? "receiver expected a different size for tensor " +
+                              std::to_string(h.tensor_id) + " (sent " +
+                              std::to_string(it->second.len) + " bytes)"
+                        : "receiver rejected tensor " + std::to_string(h.tensor_id);
+  failSend(h.op_id, Status(code, why), false);
+  tryFinishSend(h.op_id);
+}
+
+void ContextImpl::failSend(uint64_t id, const Status& s, bool tell_peer) {
+  auto it = sends_.find(id);
+  if (it == sends_.end()) return;
+  SendOp& op = it->second;
+  if (op.failed) return;
+  op.failed = s;
+  if (op.in_sched) {
+    sched_->cancel(id);
+    op.in_sched = false;
+    queued_sends_.fetch_sub(1);
+  }
+  if (tell_peer && s.code() != StatusCode::kPeerLost) {
+    wire::Header about;
+    about.tensor_id = op.tensor;
+    about.iteration = op.iteration;
+    about.op_id = id;
+    queueCtrl(op.peer, wire::MsgType::kAbort, about, StatusCode::kCanceled);
+  }
+  tryFinishSend(id);
+}
+
+void ContextImpl::tryFinishSend(uint64_t id) {
+  auto it = sends_.find(id);
+  if (it == sends_.end()) return;
+  SendOp& op = it->second;
+  if (op.posts > 0) return;  // the backend still reads the buffer
+  bool confirmed = op.all_handed && op.acked >= op.len && (op.len > 0 || op.zero_acked);
+  if (!confirmed && !op.failed) return;
+  Status st = op.failed ? *op.failed : Status::ok();
+  ready_.push_back(Ready{std::move(op.handle), std::move(op.cb), std::move(st)});
+  sends_.erase(it);
+}
+
+void ContextImpl::failPeer(uint32_t peer, const Status& why) {
+  auto pit = peers_.find(peer);
+  if (pit == peers_.end() || !pit->second.alive) return;
+  pit->second.alive = false;
+  pit->second.acks.clear();
+  pit->second.ctrl.clear();
+  backend_->removePeer(peer);  // its posts and receives complete later (with errors)
+  std::vector<uint64_t> dropped;
+  sched_->failPeer(peer, &dropped);
+  std::vector<uint64_t> ids;
+  for (auto& [id, op] : sends_) {
+    if (op.peer == peer) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    auto& op = sends_[id];
+    if (op.in_sched) {
+      op.in_sched = false;
+      queued_sends_.fetch_sub(1);
+    }
+    if (!op.failed) op.failed = why;
+    op.posts = 0;  // removePeer below completes the backend's posts; their buffers are released
+    tryFinishSend(id);
+  }
+  ids.clear();
+  for (auto& [id, r] : recvs_) {
+    if (r.key.peer == peer) ids.push_back(id);
+  }
+  for (uint64_t id : ids) failExpect(id, why);
+  for (auto it = stash_.begin(); it != stash_.end();) {
+    if (it->first.peer == peer) {
+      for (auto& s : it->second) backend_->release(s.desc);
+      it = stash_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace tictac::transport

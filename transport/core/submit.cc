@@ -1,0 +1,128 @@
+// Entry points that any thread may call (send, expect, cancel) and the
+// draining of their submissions into the core (progress context).
+#include "transport/core/context_impl.h"
+
+namespace tictac::transport {
+
+OpHandle ContextImpl::newHandle(uint64_t id) {
+  std::weak_ptr<ContextImpl> weak = weak_from_this();
+  std::function<unsigned()> pump;
+  if (!opts_.progress_thread) {
+    pump = [weak]() -> unsigned {
+      auto self = weak.lock();
+      return self ? self->progress() : 0u;
+    };
+  }
+  return std::make_shared<Op>(std::move(pump), id);
+}
+
+Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const void* buf,
+                                   size_t len, std::optional<Priority> prio, Completion cb) {
+  if (buf == nullptr && len > 0) {
+    return Status(StatusCode::kInvalidArgument, "send: null buffer with " +
+                                                    std::to_string(len) + " bytes");
+  }
+  if (len > (size_t{1} << 48)) return Status(StatusCode::kInvalidArgument, "send: size too large");
+  Priority p = opts_.default_priority;
+  if (prio) {
+    p = *prio;
+  } else if (opts_.hints) {
+    if (auto h = opts_.hints->priorityOf(key)) p = *h;
+  }
+  if (queued_sends_.fetch_add(1) >= opts_.max_queued) {
+    queued_sends_.fetch_sub(1);
+    return Status(StatusCode::kNoResource,
+                  "send queue limit of " + std::to_string(opts_.max_queued) + " sends reached");
+  }
+  uint64_t id = next_id_++;
+  OpHandle h = newHandle(id);
+  std::lock_guard<std::mutex> lock(sub_mu_);
+  subs_.push_back(Submission{true, id, peer, key, const_cast<char*>(static_cast<const char*>(buf)),
+                             len, p, std::move(cb), h});
+  sub_pending_.store(true, std::memory_order_release);
+  return h;
+}
+
+Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* dst, size_t len,
+                                     Completion cb) {
+  if (dst == nullptr && len > 0) {
+    return Status(StatusCode::kInvalidArgument, "expect: null buffer with " +
+                                                    std::to_string(len) + " bytes");
+  }
+  uint64_t id = next_id_++;
+  OpHandle h = newHandle(id);
+  std::lock_guard<std::mutex> lock(sub_mu_);
+  subs_.push_back(
+      Submission{false, id, peer, key, static_cast<char*>(dst), len, 0, std::move(cb), h});
+  sub_pending_.store(true, std::memory_order_release);
+  return h;
+}
+
+void ContextImpl::drainSubmissions() {
+  std::vector<Submission> subs;
+  {
+    std::lock_guard<std::mutex> lock(sub_mu_);
+    subs.swap(subs_);
+    sub_pending_.store(!lost_.empty(), std::memory_order_relaxed);
+  }
+  for (auto& s : subs) {
+    if (s.is_send) {
+      startSend(s);
+    } else {
+      startExpect(s);
+    }
+  }
+  handleLostPeers();
+}
+
+void ContextImpl::startSend(Submission& s) {
+  auto pit = peers_.find(s.peer);
+  auto fail = [&](Status st) {
+    queued_sends_.fetch_sub(1);
+    ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)});
+  };
+  if (pit == peers_.end() || !pit->second.alive) {
+    return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
+  }
+  SendOp op;
+  op.handle = s.handle;
+  op.cb = std::move(s.cb);
+  op.peer = s.peer;
+  op.tensor = s.key.id;
+  op.iteration = s.key.iteration;
+  op.buf = s.buf;
+  op.len = s.len;
+  auto reg = cache_->lookup(s.buf, s.len);
+  if (!reg) {
+    s.cb = std::move(op.cb);
+    return fail(reg.status());
+  }
+  op.region = reg.value();
+  Status st = sched_->enqueue(SendRequest{s.id, s.prio, s.len, s.peer});
+  if (!st) {
+    s.cb = std::move(op.cb);
+    return fail(st);
+  }
+  op.in_sched = true;
+  sends_.emplace(s.id, std::move(op));
+}
+
+bool ContextImpl::cancel(uint32_t peer, const OpHandle& op) {
+  if (!op) return false;
+  std::lock_guard<std::mutex> lock(core_mu_);
+  drainSubmissions();
+  uint64_t id = op->id();
+  if (auto it = sends_.find(id); it != sends_.end() && it->second.peer == peer) {
+    if (it->second.failed || it->second.all_handed) return false;
+    failSend(id, Status(StatusCode::kCanceled, "send canceled"), true);
+    return true;
+  }
+  if (auto it = recvs_.find(id); it != recvs_.end() && it->second.key.peer == peer) {
+    if (it->second.failed || it->second.started) return false;
+    failExpect(id, Status(StatusCode::kCanceled, "expect canceled"));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace tictac::transport

@@ -1,0 +1,175 @@
+#include "transport/ucx/backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "transport/ucx/factory.h"
+
+namespace tictac::transport::ucx {
+
+namespace {
+
+Status ucxError(const std::string& what, ucs_status_t st) {
+  return {StatusCode::kIoError, what + ": " + ucs_status_string(st)};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEvents* events) {
+  auto b = std::make_unique<UcxBackend>(events);
+  if (Status s = b->init(options); !s) return s;
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Status UcxBackend::init(const BackendOptions& options) {
+  ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
+  ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return ucxError("ucp_config_read", st);
+  for (const auto& [key, value] : options.config) {
+    st = ucp_config_modify(config, key.c_str(), value.c_str());
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return {StatusCode::kInvalidArgument,
+              "UCX config " + key + "=" + value + ": " + ucs_status_string(st)};
+    }
+  }
+  if (!options.device.empty()) (void)ucp_config_modify(config, "NET_DEVICES", options.device.c_str());
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                      UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.request_size = sizeof(RequestData);
+  params.mt_workers_shared = 0;
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return {StatusCode::kNoDevice, std::string("ucp_init: ") + ucs_status_string(st)};
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  st = ucp_worker_create(context_, &wp, &worker_);
+  if (st != UCS_OK) return ucxError("ucp_worker_create", st);
+  ucp_address_t* addr = nullptr;
+  size_t addr_len = 0;
+  st = ucp_worker_get_address(worker_, &addr, &addr_len);
+  if (st != UCS_OK) return ucxError("ucp_worker_get_address", st);
+  auto* p = reinterpret_cast<const uint8_t*>(addr);
+  address_.assign(p, p + addr_len);
+  ucp_worker_release_address(worker_, addr);
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = kAmId;
+  hp.cb = &UcxBackend::onAm;
+  hp.arg = this;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  st = ucp_worker_set_am_recv_handler(worker_, &hp);
+  if (st != UCS_OK) return ucxError("ucp_worker_set_am_recv_handler", st);
+  return Status::ok();
+}
+
+UcxBackend::~UcxBackend() {
+  removeUnmapHook(hook_, hook_arg_);
+  if (worker_ != nullptr) {
+    for (auto& [id, pe] : eps_) {
+      ucp_request_param_t rp{};
+      rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      void* req = ucp_ep_close_nbx(pe->ep, &rp);
+      if (UCS_PTR_IS_PTR(req)) closing_.push_back(req);
+    }
+    eps_.clear();
+    for (int i = 0; i < 100000 && !closing_.empty(); ++i) progress();
+    ucp_worker_destroy(worker_);
+  }
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+Status UcxBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
+  auto pe = std::make_unique<PeerEp>(PeerEp{this, peer, nullptr});
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(remote.data());
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = &UcxBackend::onEpError;
+  ep.err_handler.arg = pe.get();
+  ucs_status_t st = ucp_ep_create(worker_, &ep, &pe->ep);
+  if (st != UCS_OK) return ucxError("ucp_ep_create", st);
+  eps_[peer] = std::move(pe);
+  return Status::ok();
+}
+
+void UcxBackend::removePeer(PeerId peer) {
+  auto it = eps_.find(peer);
+  if (it == eps_.end()) return;
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  void* req = ucp_ep_close_nbx(it->second->ep, &rp);
+  if (UCS_PTR_IS_PTR(req)) closing_.push_back(req);
+  eps_.erase(it);
+}
+
+void UcxBackend::onEpError(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* pe = static_cast<PeerEp*>(arg);
+  pe->self->events_->onPeerError(pe->id, ucxError("UCX endpoint failed", status));
+}
+
+Status UcxBackend::post(PeerId peer, std::span<const std::byte> header, const void* data,
+                        size_t len, const MemoryRegion* region, uint64_t token) {
+  auto it = eps_.find(peer);
+  if (it == eps_.end()) return {StatusCode::kPeerLost, "no endpoint for peer"};
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                    UCP_OP_ATTR_FIELD_FLAGS;
+  rp.cb.send = &UcxBackend::onSend;
+  rp.user_data = this;
+  rp.flags = 0;
+  if (region == nullptr && len <= kInlineMax) rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  if (region != nullptr) {
+    rp.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    rp.memh = memhOf(region);
+  }
+  void* req = ucp_am_send_nbx(it->second->ep, kAmId, header.data(), header.size(), data, len, &rp);
+  if (req == nullptr) {
+    sends_done_.emplace_back(token, Status::ok());
+    return Status::ok();
+  }
+  if (UCS_PTR_IS_ERR(req)) return ucxError("ucp_am_send_nbx", UCS_PTR_STATUS(req));
+  static_cast<RequestData*>(req)->token = token;
+  return Status::ok();
+}
+
+void UcxBackend::onSend(void* request, ucs_status_t status, void* user_data) {
+  auto* self = static_cast<UcxBackend*>(user_data);
+  uint64_t token = static_cast<RequestData*>(request)->token;
+  ucp_request_free(request);
+  self->events_->onSendDone(token, status == UCS_OK ? Status::ok()
+                                                    : ucxError("UCX send failed", status));
+}
+
+ucs_status_t UcxBackend::onAm(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxBackend*>(arg);
+  bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  Incoming in;
+  in.length = length;
+  in.data = rndv ? nullptr : data;
+  self->events_->onMessage(kUnknownPeer,
+                           {static_cast<const std::byte*>(header), header_length}, in);
+  if (in.retain_into == nullptr) return UCS_OK;  // consumed (or a dropped rendezvous)
+  auto* r = new Retained();
+  *in.retain_into = r;
+  if (rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
+    r->kind = rndv ? Retained::kRndv : Retained::kData;
+    r->ucx = data;
+    return UCS_INPROGRESS;
+  }
+  r->kind = Retained::kCopy;
+  r->copy.assign(static_cast<const char*>(data), static_cast<const char*>(data) + length);
+  return UCS_OK;
+}
+
+}  // namespace tictac::transport::ucx

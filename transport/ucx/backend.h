@@ -1,0 +1,88 @@
+// transport/ucx/backend.h: the UCX backend (internal; use factory.h).
+//
+// Messages are ucp active messages with id kAmId: the core's wire header is the
+// AM header, the payload the AM data. Small payloads arrive in place; large
+// ones arrive as rendezvous descriptors that receive() lands straight into the
+// expected buffer (ucp_am_recv_data_nbx), so data is never staged. Completions
+// of posts and receives are reported from progress(): callbacks of
+// ucp_worker_progress, or queued when ucp completed the call immediately.
+#pragma once
+
+#include <ucm/api/ucm.h>
+#include <ucp/api/ucp.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "transport/backend.h"
+
+namespace tictac::transport::ucx {
+
+inline constexpr unsigned kAmId = 7;
+
+// Lives inside every ucp request (ucp_params_t::request_size).
+struct RequestData {
+  uint64_t token;
+};
+
+// The ucp memory handle of a region made by UcxBackend::registerMemory.
+ucp_mem_h memhOf(const MemoryRegion* region);
+
+class UcxBackend final : public Backend {
+ public:
+  UcxBackend(BackendEvents* events) : events_(events) {}
+  ~UcxBackend() override;
+  Status init(const BackendOptions& options);
+
+  std::string name() const override { return "ucx"; }
+  std::vector<uint8_t> localAddress() override { return address_; }
+  Status addPeer(PeerId peer, std::span<const uint8_t> remote_address) override;
+  void removePeer(PeerId peer) override;
+  Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
+  Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
+              const MemoryRegion* region, uint64_t token) override;
+  Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
+                 uint64_t token) override;
+  void release(void* desc) override;
+  unsigned progress() override;
+  int eventFd() override;
+  bool arm() override;
+  bool installUnmapHook(UnmapHook hook, void* arg) override;
+  void removeUnmapHook(UnmapHook hook, void* arg) override;
+  // ucm callback (any thread, inside munmap): forwards to the installed hook.
+  static void onUnmap(ucm_event_type_t type, ucm_event_t* event, void* arg);
+
+ private:
+  struct PeerEp {
+    UcxBackend* self;
+    PeerId id;
+    ucp_ep_h ep;
+  };
+  // A retained incoming payload (the Backend's opaque desc).
+  struct Retained {
+    enum Kind { kRndv, kData, kCopy } kind;
+    void* ucx = nullptr;        // rndv descriptor or persistent data
+    std::vector<char> copy;     // kCopy
+  };
+  static ucs_status_t onAm(void* arg, const void* header, size_t header_length, void* data,
+                           size_t length, const ucp_am_recv_param_t* param);
+  static void onSend(void* request, ucs_status_t status, void* user_data);
+  static void onRecv(void* request, ucs_status_t status, size_t length, void* user_data);
+  static void onEpError(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+  BackendEvents* events_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<uint8_t> address_;
+  std::map<PeerId, std::unique_ptr<PeerEp>> eps_;
+  std::vector<void*> closing_;                            // ep close requests
+  std::deque<std::pair<uint64_t, Status>> sends_done_;     // completed immediately
+  std::deque<std::pair<uint64_t, Status>> recvs_done_;
+  UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
+  void* hook_arg_ = nullptr;
+};
+
+}  // namespace tictac::transport::ucx
