@@ -1,0 +1,212 @@
+// Channel conformance tests in one process, parameterised over backends.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "tests/transport/backend_helper.h"
+
+namespace tictac::transport::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ChannelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << GetParam() << " not available";
+  }
+};
+
+// Sends one tensor a->b and checks the bytes on arrival.
+void roundTrip(Pair& p, size_t size, uint64_t id) {
+  std::vector<char> src(size), dst(size, 0);
+  fillPattern(src.data(), size, id);
+  auto e = p.ba->expect({id, 1, ""}, dst.data(), size);
+  ASSERT_TRUE(e) << e.status().toString();
+  auto s = p.ab->send({id, 1, ""}, src.data(), size);
+  ASSERT_TRUE(s) << s.status().toString();
+  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }))
+      << "size " << size;
+  EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
+  EXPECT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
+  EXPECT_EQ(checksum(src.data(), size), checksum(dst.data(), size)) << "size " << size;
+}
+
+TEST_P(ChannelTest, IntactDataAcrossSizes) {
+  Pair p = makePair(GetParam(), false);
+  uint64_t id = 1;
+  for (size_t size : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65536},
+                      size_t{65537}, size_t{1} << 20, (size_t{1} << 20) + 3, size_t{8} << 20,
+                      size_t{64} << 20}) {
+    roundTrip(p, size, id++);
+  }
+}
+
+TEST_P(ChannelTest, SendBeforeExpectLandsWhenExpectArrives) {
+  Pair p = makePair(GetParam(), false);
+  for (size_t size : {size_t{0}, size_t{100}, size_t{3} << 20}) {
+    std::vector<char> src(size), dst(size, 0);
+    fillPattern(src.data(), size, size + 5);
+    auto s = p.ab->send({77, static_cast<uint32_t>(size), ""}, src.data(), size);
+    ASSERT_TRUE(s);
+    for (int i = 0; i < 2000; ++i) {  // let the chunks reach b unexpected
+      p.a->progress();
+      p.b->progress();
+    }
+    auto e = p.ba->expect({77, static_cast<uint32_t>(size), ""}, dst.data(), size);
+    ASSERT_TRUE(e);
+    ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }));
+    EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
+    EXPECT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
+    EXPECT_EQ(checksum(src.data(), size), checksum(dst.data(), size));
+  }
+}
+
+TEST_P(ChannelTest, CompletionsFireExactlyOnceAndNeverInline) {
+  Pair p = makePair(GetParam(), false);
+  constexpr int kOps = 50;
+  std::vector<std::vector<char>> src(kOps, std::vector<char>(20000, 3));
+  std::vector<std::vector<char>> dst(kOps, std::vector<char>(20000));
+  std::vector<std::atomic<int>> fired(2 * kOps);
+  bool posting = false;
+  std::atomic<int> inline_calls{0};
+  for (int i = 0; i < kOps; ++i) {
+    posting = true;
+    auto e = p.ba->expect({uint64_t(i), 0, ""}, dst[i].data(), 20000, [&, i](const Status& s) {
+      if (posting) inline_calls++;
+      EXPECT_TRUE(s.isOk()) << s.toString();
+      fired[2 * i]++;
+    });
+    auto s = p.ab->send({uint64_t(i), 0, ""}, src[i].data(), 20000, i % 3, [&, i](const Status& s) {
+      if (posting) inline_calls++;
+      EXPECT_TRUE(s.isOk()) << s.toString();
+      fired[2 * i + 1]++;
+    });
+    posting = false;
+    ASSERT_TRUE(e && s);
+    p.a->progress();
+    p.b->progress();
+  }
+  ASSERT_TRUE(driveUntil(p, [&] {
+    for (auto& f : fired) {
+      if (f.load() == 0) return false;
+    }
+    return true;
+  }));
+  for (int i = 0; i < 500; ++i) driveUntil(p, [] { return true; });
+  for (auto& f : fired) EXPECT_EQ(f.load(), 1);
+  EXPECT_EQ(inline_calls.load(), 0);
+}
+
+TEST_P(ChannelTest, UrgentOvertakesBulk) {
+  Pair p = makePair(GetParam(), false, [](ContextOptions& o) {
+    o.chunk_bytes = 64 << 10;
+    o.window_bytes = 128 << 10;
+  });
+  const size_t bulk = 16 << 20, small = 4096;
+  std::vector<char> big(bulk, 1), bigdst(bulk), hi(small, 2), hidst(small);
+  std::vector<std::string> order;
+  auto eb = p.ba->expect({1, 0, ""}, bigdst.data(), bulk, [&](const Status&) { order.push_back("bulk"); });
+  auto eu = p.ba->expect({2, 0, ""}, hidst.data(), small, [&](const Status&) { order.push_back("urgent"); });
+  auto sb = p.ab->send({1, 0, ""}, big.data(), bulk, 1000);
+  for (int i = 0; i < 20; ++i) {  // bulk is on the wire
+    p.a->progress();
+    p.b->progress();
+  }
+  auto su = p.ab->send({2, 0, ""}, hi.data(), small, 1);
+  ASSERT_TRUE(eb && eu && sb && su);
+  ASSERT_TRUE(driveUntil(p, [&] { return order.size() == 2; }));
+  EXPECT_EQ(order[0], "urgent");
+  EXPECT_EQ(order[1], "bulk");
+  auto stats = p.a->priorityStats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].priority, 1u);
+  EXPECT_EQ(stats[0].bytes_sent, small);
+  EXPECT_EQ(stats[1].bytes_sent, bulk);
+}
+
+TEST_P(ChannelTest, SizeMismatchRejectedOnBothSides) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> src(300000, 1), dst(1000);
+  auto e = p.ba->expect({9, 0, ""}, dst.data(), dst.size());
+  auto s = p.ab->send({9, 0, ""}, src.data(), src.size());
+  ASSERT_TRUE(e && s);
+  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }));
+  EXPECT_EQ(e.value()->status().code(), StatusCode::kSizeMismatch);
+  EXPECT_EQ(s.value()->status().code(), StatusCode::kSizeMismatch);
+  roundTrip(p, 5000, 10);  // the channel still works
+}
+
+TEST_P(ChannelTest, CancelExpectAndQueuedSend) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> dst(100);
+  auto e = p.ba->expect({5, 0, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(p.ba->cancel(e.value()));
+  ASSERT_TRUE(driveUntil(p, [&] { return e.value()->done(); }));
+  EXPECT_EQ(e.value()->status().code(), StatusCode::kCanceled);
+  EXPECT_FALSE(p.ba->cancel(e.value()));  // finished: too late
+  std::vector<char> src(1 << 20, 4);
+  auto s = p.ab->send({6, 0, ""}, src.data(), src.size());
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(p.ab->cancel(s.value()));
+  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done(); }));
+  EXPECT_EQ(s.value()->status().code(), StatusCode::kCanceled);
+  roundTrip(p, 1000, 11);
+}
+
+TEST_P(ChannelTest, BackPressureIsAStatus) {
+  Pair p = makePair(GetParam(), false, [](ContextOptions& o) { o.max_queued = 4; });
+  std::vector<char> src(1000);
+  std::vector<OpHandle> ops;
+  Status last;
+  for (int i = 0; i < 10; ++i) {
+    auto s = p.ab->send({uint64_t(100 + i), 0, ""}, src.data(), src.size());
+    if (!s) {
+      last = s.status();
+      break;
+    }
+    ops.push_back(s.value());
+  }
+  EXPECT_EQ(ops.size(), 4u);
+  EXPECT_EQ(last.code(), StatusCode::kNoResource);
+}
+
+TEST_P(ChannelTest, DuplicatePendingExpectFails) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> a(10), b(10);
+  auto e1 = p.ba->expect({3, 3, ""}, a.data(), 10);
+  auto e2 = p.ba->expect({3, 3, ""}, b.data(), 10);
+  ASSERT_TRUE(e1 && e2);
+  ASSERT_TRUE(driveUntil(p, [&] { return e2.value()->done(); }));
+  EXPECT_EQ(e2.value()->status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(e1.value()->done());
+  EXPECT_TRUE(p.ba->cancel(e1.value()));
+}
+
+TEST_P(ChannelTest, ClosedChannelFailsPeerOps) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> dst(100);
+  auto e = p.ba->expect({1, 0, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(e);
+  driveUntil(p, [] { return true; });
+  p.ab->close();
+  ASSERT_TRUE(driveUntil(p, [&] { return e.value()->done(); }, 5s));
+  EXPECT_EQ(e.value()->status().code(), StatusCode::kPeerLost);
+  auto s = p.ab->send({1, 0, ""}, dst.data(), 10);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done(); }));
+  EXPECT_EQ(s.value()->status().code(), StatusCode::kPeerLost);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ChannelTest, ::testing::ValuesIn(selectedBackends()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tictac::transport::test
