@@ -97,6 +97,13 @@ bool driveUntil(Pair& p, const std::function<bool()>& pred, std::chrono::millise
   return true;
 }
 
+void spin(Pair& p, int n) {
+  for (int i = 0; i < n; ++i) {
+    p.a->progress();
+    p.b->progress();
+  }
+}
+
 uint64_t checksum(const void* data, size_t len) {
   // FNV-1a over 8-byte words (and the tail), position-sensitive.
   uint64_t h = 1469598103934665603ull ^ len;

@@ -43,6 +43,9 @@ Pair makePair(const std::string& backend, bool progress_thread,
 bool driveUntil(Pair& p, const std::function<bool()>& pred,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// Calls progress() on both contexts n times.
+void spin(Pair& p, int n);
+
 uint64_t checksum(const void* data, size_t len);
 void fillPattern(void* data, size_t len, uint64_t seed);
 

@@ -1,0 +1,159 @@
+// More channel tests in one process: registration cache and remapped memory,
+// several sending threads, the progress thread, waitable handles, hints.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tests/transport/backend_helper.h"
+
+namespace tictac::transport::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ChannelMoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << GetParam() << " not available";
+  }
+};
+
+Status sendAndWait(Pair& p, uint64_t id, const void* src, void* dst, size_t len) {
+  auto e = p.ba->expect({id, 0, ""}, dst, len);
+  auto s = p.ab->send({id, 0, ""}, src, len);
+  if (!e) return e.status();
+  if (!s) return s.status();
+  if (!driveUntil(p, [&] { return s.value()->done() && e.value()->done(); })) {
+    return {StatusCode::kTimeout, "round trip"};
+  }
+  if (!e.value()->status()) return e.value()->status();
+  return s.value()->status();
+}
+
+TEST_P(ChannelMoreTest, RegistrationCacheHitsOnReuse) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> src(1 << 20, 5), dst(1 << 20);
+  ASSERT_TRUE(sendAndWait(p, 1, src.data(), dst.data(), src.size()).isOk());
+  auto first = p.a->registrationStats();
+  ASSERT_TRUE(sendAndWait(p, 2, src.data(), dst.data(), src.size()).isOk());
+  auto second = p.a->registrationStats();
+  EXPECT_EQ(second.misses, first.misses);
+  EXPECT_EQ(second.hits, first.hits + 1);
+  EXPECT_GE(second.entries, 1u);
+  p.a->releaseMemory(src.data(), src.size());
+  EXPECT_EQ(p.a->registrationStats().invalidations, second.invalidations + 1);
+}
+
+TEST_P(ChannelMoreTest, RemappedBufferSendsNewBytes) {
+  Pair p = makePair(GetParam(), false);
+  const size_t len = 4 << 20;
+  void* buf = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(buf, MAP_FAILED);
+  std::vector<char> dst(len);
+  std::memset(buf, 'A', len);
+  ASSERT_TRUE(sendAndWait(p, 1, buf, dst.data(), len).isOk());
+  EXPECT_EQ(dst[len / 2], 'A');
+  auto before = p.a->registrationStats();
+  // Fresh pages at the same address: the cached registration is stale.
+  ASSERT_EQ(::munmap(buf, len), 0);
+  void* again = ::mmap(buf, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                       -1, 0);
+  ASSERT_EQ(again, buf);
+  std::memset(buf, 'B', len);
+  ASSERT_TRUE(sendAndWait(p, 2, buf, dst.data(), len).isOk());
+  EXPECT_EQ(dst[0], 'B');
+  EXPECT_EQ(dst[len - 1], 'B');
+  EXPECT_EQ(checksum(buf, len), checksum(dst.data(), len));
+  auto after = p.a->registrationStats();
+  EXPECT_GE(after.invalidations, before.invalidations + 1);
+  EXPECT_EQ(after.misses, before.misses + 1);  // registered anew
+  ::munmap(buf, len);
+}
+
+TEST_P(ChannelMoreTest, SeveralThreadsSendWithProgressThread) {
+  Pair p = makePair(GetParam(), true);
+  constexpr int kThreads = 4, kPer = 25;
+  const size_t len = 50000;
+  std::vector<std::vector<char>> src(kThreads * kPer), dst(kThreads * kPer);
+  std::vector<OpHandle> expects;
+  for (int i = 0; i < kThreads * kPer; ++i) {
+    src[i].resize(len);
+    dst[i].resize(len);
+    fillPattern(src[i].data(), len, i);
+    auto e = p.ba->expect({uint64_t(i), 7, ""}, dst[i].data(), len);
+    ASSERT_TRUE(e);
+    expects.push_back(e.value());
+  }
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kPer; ++k) {
+        int i = t * kPer + k;
+        auto s = p.ab->send({uint64_t(i), 7, ""}, src[i].data(), len, Priority(k % 4));
+        if (s && s.value()->wait(30s).isOk()) ok++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads * kPer);
+  for (int i = 0; i < kThreads * kPer; ++i) {
+    ASSERT_TRUE(expects[i]->wait(30s).isOk()) << i;
+    EXPECT_EQ(checksum(src[i].data(), len), checksum(dst[i].data(), len)) << i;
+  }
+}
+
+TEST_P(ChannelMoreTest, WaitDrivesProgressWithoutThread) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> src(3 << 20, 9), dst(3 << 20);
+  auto e = p.ba->expect({4, 0, ""}, dst.data(), dst.size());
+  auto s = p.ab->send({4, 0, ""}, src.data(), src.size());
+  ASSERT_TRUE(e && s);
+  // Each wait pumps only its own context: alternate short waits.
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!(e.value()->done() && s.value()->done()) && std::chrono::steady_clock::now() < deadline) {
+    (void)s.value()->wait(1ms);
+    (void)e.value()->wait(1ms);
+  }
+  EXPECT_TRUE(e.value()->status().isOk());
+  EXPECT_TRUE(s.value()->status().isOk());
+  EXPECT_EQ(s.value()->wait(0ms).code(), StatusCode::kOk);
+}
+
+TEST_P(ChannelMoreTest, HintProviderOrdersUnprioritisedSends) {
+  auto hints = parseTsvHints("bulk\t900\nurgent\t3\n", "inline");
+  ASSERT_TRUE(hints);
+  Pair p = makePair(GetParam(), false, [&](ContextOptions& o) {
+    o.hints = hints.value();
+    o.chunk_bytes = 64 << 10;
+    o.window_bytes = 64 << 10;
+  });
+  std::vector<char> big(8 << 20), bigdst(8 << 20), hi(1000), hidst(1000);
+  std::vector<std::string> order;
+  auto eb = p.ba->expect({1, 0, "bulk"}, bigdst.data(), big.size(), [&](const Status&) { order.push_back("bulk"); });
+  auto eu = p.ba->expect({2, 0, "urgent"}, hidst.data(), hi.size(), [&](const Status&) { order.push_back("urgent"); });
+  auto sb = p.ab->send({1, 0, "bulk"}, big.data(), big.size());
+  spin(p, 10);
+  auto su = p.ab->send({2, 0, "urgent"}, hi.data(), hi.size());
+  ASSERT_TRUE(eb && eu && sb && su);
+  ASSERT_TRUE(driveUntil(p, [&] { return order.size() == 2; }));
+  EXPECT_EQ(order[0], "urgent");
+  auto stats = p.a->priorityStats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].priority, 3u);
+  EXPECT_EQ(stats[1].priority, 900u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ChannelMoreTest, ::testing::ValuesIn(selectedBackends()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tictac::transport::test
