@@ -22,8 +22,13 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEv
 }
 
 Status UcxBackend::init(const BackendOptions& options) {
+  // Set by us (not the user): don't let UCX warn that they are unused when the
+  // shared-memory transports are not loaded (e.g. UCX_TLS=tcp).
+  bool ours = std::getenv("UCX_POSIX_ERROR_HANDLING") == nullptr ||
+              std::getenv("UCX_SYSV_ERROR_HANDLING") == nullptr;
   ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
   ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+  if (ours) ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucxError("ucp_config_read", st);

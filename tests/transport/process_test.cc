@@ -1,0 +1,160 @@
+// Cross-process channel tests: the peer is tictac-test-peer (fork/exec).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/transport/backend_helper.h"
+
+namespace tictac::transport::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct Peer {
+  pid_t pid = -1;
+  uint16_t port = 0;
+  ~Peer() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  int wait() {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+};
+
+// Starts the helper and reads its port from the first line of its stdout.
+void startPeer(Peer& peer, const std::vector<std::string>& args) {
+  const char* exe = std::getenv("TICTAC_TEST_PEER");
+  ASSERT_NE(exe, nullptr) << "TICTAC_TEST_PEER not set";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  peer.pid = ::fork();
+  ASSERT_GE(peer.pid, 0);
+  if (peer.pid == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    std::vector<char*> argv{const_cast<char*>(exe)};
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(exe, argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  FILE* f = ::fdopen(fds[0], "r");
+  unsigned port = 0;
+  char line[512];
+  while (port == 0 && std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "PORT %u", &port) != 1) port = 0;  // other output (UCX warnings)
+  }
+  std::fclose(f);
+  ASSERT_NE(port, 0u) << "helper printed no port";
+  peer.port = static_cast<uint16_t>(port);
+}
+
+class ProcessTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << GetParam() << " not available";
+    auto c = Context::create(backendHelper(GetParam()).options());
+    ASSERT_TRUE(c) << c.status().toString();
+    ctx_ = c.value();
+  }
+  std::shared_ptr<Context> ctx_;
+};
+
+TEST_P(ProcessTest, IntactDataAcrossProcesses) {
+  std::vector<size_t> sizes{0, 1, 4095, 65536, 1 << 20, (8 << 20) + 5, 64 << 20};
+  std::vector<std::string> args{GetParam(), "echo"};
+  for (size_t s : sizes) args.push_back(std::to_string(s));
+  Peer peer;
+  ASSERT_NO_FATAL_FAILURE(startPeer(peer, args));
+  auto ch = ctx_->connect("127.0.0.1", peer.port);
+  ASSERT_TRUE(ch) << ch.status().toString();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<char> buf(sizes[i]);
+    fillPattern(buf.data(), buf.size(), i + 11);
+    uint64_t sum = 0;
+    auto e = ch.value()->expect({1000 + i, 0, ""}, &sum, sizeof(sum));
+    auto s = ch.value()->send({i, 0, ""}, buf.data(), buf.size(), Priority(i));
+    ASSERT_TRUE(e && s);
+    ASSERT_TRUE(s.value()->wait(60s).isOk()) << s.value()->status().toString();
+    ASSERT_TRUE(e.value()->wait(60s).isOk()) << e.value()->status().toString();
+    EXPECT_EQ(sum, checksum(buf.data(), buf.size())) << "size " << sizes[i];
+  }
+  EXPECT_EQ(peer.wait(), 0);
+}
+
+TEST_P(ProcessTest, KilledPeerFailsPendingOpsWithin5s) {
+  Peer peer;
+  ASSERT_NO_FATAL_FAILURE(startPeer(peer, {GetParam(), "hold"}));
+  auto ch = ctx_->connect("127.0.0.1", peer.port);
+  ASSERT_TRUE(ch) << ch.status().toString();
+  std::vector<char> big(32 << 20, 1), dst(4096);
+  auto e = ch.value()->expect({1, 0, ""}, dst.data(), dst.size());
+  auto s = ch.value()->send({2, 0, ""}, big.data(), big.size());
+  ASSERT_TRUE(e && s);
+  (void)s.value()->wait(200ms);  // some chunks in flight
+  EXPECT_FALSE(e.value()->done());
+  auto t0 = Clock::now();
+  ::kill(peer.pid, SIGKILL);
+  Status se = e.value()->wait(10s);
+  Status ss = s.value()->wait(10s);
+  auto took = Clock::now() - t0;
+  EXPECT_EQ(se.code(), StatusCode::kPeerLost) << se.toString();
+  EXPECT_TRUE(ss.code() == StatusCode::kPeerLost || ss.code() == StatusCode::kIoError)
+      << ss.toString();
+  EXPECT_LT(took, 5s);
+  EXPECT_FALSE(ch.value()->alive());
+}
+
+TEST_P(ProcessTest, StoppedPeerMissesHeartbeatsWithin5s) {
+  Peer peer;
+  ASSERT_NO_FATAL_FAILURE(startPeer(peer, {GetParam(), "hold"}));
+  auto ch = ctx_->connect("127.0.0.1", peer.port);
+  ASSERT_TRUE(ch) << ch.status().toString();
+  std::vector<char> dst(64);
+  auto e = ch.value()->expect({1, 0, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(e);
+  auto t0 = Clock::now();
+  ::kill(peer.pid, SIGSTOP);  // the link stays open, heartbeats stop
+  Status se = e.value()->wait(10s);
+  auto took = Clock::now() - t0;
+  EXPECT_EQ(se.code(), StatusCode::kPeerLost) << se.toString();
+  EXPECT_NE(se.message().find("heartbeat"), std::string::npos) << se.toString();
+  EXPECT_LT(took, 5s);
+}
+
+TEST_P(ProcessTest, WrongJobTokenIsRefused) {
+  Peer peer;
+  ASSERT_NO_FATAL_FAILURE(startPeer(peer, {GetParam(), "hold"}));
+  ContextOptions o = backendHelper(GetParam()).options();
+  o.job_token = 42;
+  auto other = Context::create(o);
+  ASSERT_TRUE(other);
+  auto ch = other.value()->connect("127.0.0.1", peer.port);
+  ASSERT_FALSE(ch);
+  EXPECT_EQ(ch.status().code(), StatusCode::kProtocolError);
+  EXPECT_NE(ch.status().message().find("job token"), std::string::npos) << ch.status().toString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ProcessTest, ::testing::ValuesIn(selectedBackends()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tictac::transport::test
