@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "transport/ucx/factory.h"
 
@@ -22,13 +23,21 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEv
 }
 
 Status UcxBackend::init(const BackendOptions& options) {
-  // Set by us (not the user): don't let UCX warn that they are unused when the
-  // shared-memory transports are not loaded (e.g. UCX_TLS=tcp).
-  bool ours = std::getenv("UCX_POSIX_ERROR_HANDLING") == nullptr ||
-              std::getenv("UCX_SYSV_ERROR_HANDLING") == nullptr;
-  ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
-  ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
-  if (ours) ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
+  // Shared memory needs these (see factory.h). Only when shm transports may be
+  // selected: UCX warns (on stdout) about variables no loaded transport reads.
+  std::string tls;
+  if (auto it = options.config.find("TLS"); it != options.config.end()) {
+    tls = it->second;
+  } else if (const char* env = std::getenv("UCX_TLS")) {
+    tls = env;
+  }
+  bool maybe_shm = tls.empty() || tls.find("all") != std::string::npos ||
+                   tls.find("sm") != std::string::npos || tls.find("shm") != std::string::npos || tls.find("posix") != std::string::npos ||
+                   tls.find("sysv") != std::string::npos;
+  if (maybe_shm) {
+    ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
+    ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+  }
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucxError("ucp_config_read", st);

@@ -1,0 +1,102 @@
+/* tictac/tictac.h: the C ABI of the tictac transport (for C, dlopen, FFI).
+ *
+ * Opaque handles over the C++ objects of tictac/transport/context.h; every
+ * function that can fail returns an int code (TICTAC_OK = 0, or one of the
+ * codes below, equal to tictac::transport::StatusCode), and
+ * tictac_last_error() gives the message of the calling thread's last failure.
+ * Completion contract as in C++: a callback fires exactly once, never inside
+ * the call that posted it, from the progress context (tictac_progress(), the
+ * progress thread, or a thread in tictac_op_wait()). An op handle stays valid
+ * until tictac_op_release(), even after completion.
+ */
+#ifndef TICTAC_TICTAC_H
+#define TICTAC_TICTAC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  TICTAC_OK = 0,
+  TICTAC_IN_PROGRESS = 1,
+  TICTAC_NO_RESOURCE = 2, /* queue limit reached: retry after completions */
+  TICTAC_CANCELED = 3,
+  TICTAC_PEER_LOST = 4,
+  TICTAC_TIMEOUT = 5,
+  TICTAC_INVALID_ARGUMENT = 6,
+  TICTAC_SIZE_MISMATCH = 7,
+  TICTAC_NO_DEVICE = 8,
+  TICTAC_IO_ERROR = 9,
+  TICTAC_PROTOCOL_ERROR = 10,
+  TICTAC_UNSUPPORTED = 11
+};
+
+typedef struct tictac_context tictac_context_t;
+typedef struct tictac_listener tictac_listener_t;
+typedef struct tictac_channel tictac_channel_t;
+typedef struct tictac_op tictac_op_t;
+
+/* Zero-initialize, set struct_size = sizeof(tictac_options_t), then the
+ * fields you need; 0 / NULL fields take the library defaults. */
+typedef struct tictac_options {
+  size_t struct_size;
+  const char* backend;        /* "ucx" (default) or "verbs" */
+  const char* ucx_tls;        /* UCX_TLS for this context, e.g. "shm", "tcp" */
+  const char* ucx_net_devices; /* UCX_NET_DEVICES, e.g. "lo" */
+  int progress_thread;        /* non-zero: run progress on an internal thread */
+  uint64_t job_token;
+  size_t chunk_bytes;
+  size_t window_bytes;
+  double rate_gbps;
+  size_t max_queued;
+  uint32_t peer_timeout_ms;
+} tictac_options_t;
+
+typedef void (*tictac_callback_t)(void* arg, int status);
+
+/* Short name of a code ("ok", "peer_lost", ...). */
+const char* tictac_strerror(int code);
+/* Message of this thread's last failed call ("" if none). */
+const char* tictac_last_error(void);
+
+int tictac_context_create(const tictac_options_t* options, tictac_context_t** out);
+void tictac_context_destroy(tictac_context_t* ctx);
+/* Runs progress once; returns the number of events handled. */
+unsigned tictac_progress(tictac_context_t* ctx);
+int tictac_register_memory(tictac_context_t* ctx, const void* addr, size_t len);
+void tictac_release_memory(tictac_context_t* ctx, const void* addr, size_t len);
+
+/* port 0 = any free port; tictac_listener_port() tells which. */
+int tictac_listen(tictac_context_t* ctx, uint16_t port, tictac_listener_t** out);
+uint16_t tictac_listener_port(const tictac_listener_t* listener);
+int tictac_accept(tictac_listener_t* listener, int timeout_ms, tictac_channel_t** out);
+void tictac_listener_destroy(tictac_listener_t* listener);
+int tictac_connect(tictac_context_t* ctx, const char* host, uint16_t port,
+                   tictac_channel_t** out);
+/* Closes the channel (pending ops fail with TICTAC_CANCELED). */
+void tictac_channel_destroy(tictac_channel_t* channel);
+
+/* priority < 0: ask the hint provider / default. name may be NULL. cb may be
+ * NULL. *out (if out is non-NULL) receives a handle to release. */
+int tictac_send(tictac_channel_t* ch, uint64_t id, uint32_t iteration, const char* name,
+                const void* buf, size_t len, int64_t priority, tictac_callback_t cb, void* arg,
+                tictac_op_t** out);
+int tictac_expect(tictac_channel_t* ch, uint64_t id, uint32_t iteration, void* dst, size_t len,
+                  tictac_callback_t cb, void* arg, tictac_op_t** out);
+/* 1 if canceled, 0 if too late or unknown. */
+int tictac_cancel(tictac_channel_t* ch, tictac_op_t* op);
+
+/* 1 when complete, else 0. */
+int tictac_op_test(const tictac_op_t* op);
+/* Waits up to timeout_ms (< 0: forever); returns the op's code or TICTAC_TIMEOUT. */
+int tictac_op_wait(tictac_op_t* op, int timeout_ms);
+void tictac_op_release(tictac_op_t* op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TICTAC_TICTAC_H */

@@ -1,0 +1,102 @@
+/* tests/c/c_api_test.c: the C ABI from C, using only tictac/tictac.h.
+ * Two contexts in this process (UCX_TLS from argv[1], default "tcp"): accept
+ * runs on a pthread, then tensors of several sizes go a -> b and are checked
+ * byte for byte; a size mismatch must fail on both sides with
+ * TICTAC_SIZE_MISMATCH; callbacks must fire exactly once. Exit 0 = pass. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tictac/tictac.h"
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, " (%s)\n", tictac_last_error());     \
+      exit(1);                                             \
+    }                                                      \
+  } while (0)
+
+struct accept_arg {
+  tictac_listener_t* listener;
+  tictac_channel_t* channel;
+  int rc;
+};
+
+static void* do_accept(void* p) {
+  struct accept_arg* a = (struct accept_arg*)p;
+  a->rc = tictac_accept(a->listener, 20000, &a->channel);
+  return NULL;
+}
+
+static int fired[64];
+static void on_done(void* arg, int status) {
+  int* slot = (int*)arg;
+  (*slot)++;
+  (void)status;
+}
+
+int main(int argc, char** argv) {
+  tictac_options_t opts;
+  memset(&opts, 0, sizeof(opts));
+  opts.struct_size = sizeof(opts);
+  opts.ucx_tls = argc > 1 ? argv[1] : "tcp";
+  if (strcmp(opts.ucx_tls, "tcp") == 0) opts.ucx_net_devices = "lo";
+  opts.progress_thread = 1;
+  tictac_context_t *a = NULL, *b = NULL;
+  CHECK(tictac_context_create(&opts, &a) == TICTAC_OK, "create a");
+  CHECK(tictac_context_create(&opts, &b) == TICTAC_OK, "create b");
+  tictac_listener_t* l = NULL;
+  CHECK(tictac_listen(a, 0, &l) == TICTAC_OK, "listen");
+  struct accept_arg acc = {l, NULL, -1};
+  pthread_t t;
+  pthread_create(&t, NULL, do_accept, &acc);
+  tictac_channel_t* ba = NULL;
+  CHECK(tictac_connect(b, "127.0.0.1", tictac_listener_port(l), &ba) == TICTAC_OK, "connect");
+  pthread_join(t, NULL);
+  CHECK(acc.rc == TICTAC_OK, "accept");
+  tictac_channel_t* ab = acc.channel;
+
+  size_t sizes[] = {0, 1, 1000, 65536, 1 << 20, 5u << 20};
+  for (int i = 0; i < 6; ++i) {
+    size_t n = sizes[i];
+    unsigned char* src = malloc(n + 1);
+    unsigned char* dst = calloc(n + 1, 1);
+    for (size_t k = 0; k < n; ++k) src[k] = (unsigned char)(k * 7 + i);
+    tictac_op_t *e = NULL, *s = NULL;
+    CHECK(tictac_expect(ba, (uint64_t)i, 0, dst, n, on_done, &fired[2 * i], &e) == TICTAC_OK, "expect");
+    CHECK(tictac_send(ab, (uint64_t)i, 0, "t", src, n, i, on_done, &fired[2 * i + 1], &s) == TICTAC_OK, "send");
+    CHECK(tictac_op_wait(s, 30000) == TICTAC_OK, "send %zu", n);
+    CHECK(tictac_op_wait(e, 30000) == TICTAC_OK, "expect %zu", n);
+    CHECK(tictac_op_test(s) == 1 && tictac_op_test(e) == 1, "test");
+    CHECK(memcmp(src, dst, n) == 0, "data of size %zu", n);
+    CHECK(fired[2 * i] == 1 && fired[2 * i + 1] == 1, "callbacks of size %zu", n);
+    tictac_op_release(e);
+    tictac_op_release(s);
+    free(src);
+    free(dst);
+  }
+  char small[10], big[100];
+  memset(big, 1, sizeof(big));
+  tictac_op_t *e = NULL, *s = NULL;
+  CHECK(tictac_expect(ba, 99, 0, small, sizeof(small), NULL, NULL, &e) == TICTAC_OK, "expect");
+  CHECK(tictac_send(ab, 99, 0, NULL, big, sizeof(big), -1, NULL, NULL, &s) == TICTAC_OK, "send");
+  CHECK(tictac_op_wait(e, 30000) == TICTAC_SIZE_MISMATCH, "mismatch on the receiver");
+  CHECK(tictac_op_wait(s, 30000) == TICTAC_SIZE_MISMATCH, "mismatch on the sender");
+  CHECK(strcmp(tictac_strerror(TICTAC_SIZE_MISMATCH), "size_mismatch") == 0, "strerror");
+  CHECK(tictac_send(ab, 1, 0, NULL, NULL, 5, 0, NULL, NULL, NULL) == TICTAC_INVALID_ARGUMENT,
+        "null buffer rejected");
+  CHECK(strlen(tictac_last_error()) > 0, "last error set");
+  tictac_op_release(e);
+  tictac_op_release(s);
+  tictac_channel_destroy(ab);
+  tictac_channel_destroy(ba);
+  tictac_listener_destroy(l);
+  tictac_context_destroy(a);
+  tictac_context_destroy(b);
+  printf("c_api_test: ok\n");
+  return 0;
+}
