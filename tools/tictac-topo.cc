@@ -28,7 +28,7 @@ constexpr const char* kRecords = R"(Records on stdout (TSV, no header; "-" for n
   device  NAME   NUMA_NODE|unknown  LOCAL_CPUS  PCI_BUSID  PROGRESS_CPU  GPUS  PCI_NEIGHBOURS
 With --json the same records as JSON objects with a "kind" key. CPU lists are
 OS indexes ("0-3,8"). A device is "unknown" when hwloc cannot place it: rxe and
-siw have no PCI device; PCI discovery needs Debian's libhwloc-plugins.)";
+siw have no PCI device. PCI devices come from Linux sysfs (/sys/bus/pci).)";
 
 std::vector<std::string> rdmaDevices() {
   std::vector<std::string> names;
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
        "host\t" + std::to_string(t->cores()) + "\t" + topo::formatCpuList(all) + "\t" +
            (pci ? "yes" : "no") + "\t" + std::to_string(devices.size()));
   std::fprintf(stderr, "host: %d cores, CPUs %s, PCI discovery %s\n", t->cores(),
-               topo::formatCpuList(all).c_str(), pci ? "yes" : "no (install libhwloc-plugins)");
+               topo::formatCpuList(all).c_str(), pci ? "yes" : "no (no PCI bus in sysfs)");
   for (const auto& n : t->numaNodes()) {
     const std::string cpus = topo::formatCpuList(n.cpus);
     emit({{"kind", "numa"}, {"node", n.index}, {"cpus", cpus}},

@@ -102,6 +102,9 @@ std::unique_ptr<Topology> Topology::load(std::string* error) {
     return nullptr;
   }
   hwloc_topology_set_io_types_filter(impl->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // On Linux the core "linux" component finds PCI devices in sysfs; the
+  // libpciaccess-based "pci" plugin adds nothing there and leaks on each load.
+  hwloc_topology_set_components(impl->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
   if (hwloc_topology_load(impl->topo) != 0) {
     if (error) *error = std::string("hwloc_topology_load: ") + std::strerror(errno);
     return nullptr;
@@ -135,7 +138,7 @@ Placement Topology::place(std::string_view ibvDevice) const {
   if (!os) {
     p.note = seesPci()
         ? "hwloc sees no PCI device for it (a software device such as rxe or siw)"
-        : "hwloc sees no PCI devices on this machine (libhwloc-plugins missing, or a virtual machine)";
+        : "hwloc sees no PCI devices on this machine (no /sys/bus/pci: a container or a VM without PCI)";
     return p;
   }
   if (hwloc_obj_t pci = pciParent(os)) p.pciBusId = busId(pci);

@@ -24,7 +24,7 @@ struct Neighbour {
 
 // Placement of one ibverbs device. numaNode < 0 means unknown: hwloc sees no
 // PCI device for it (a software device such as rxe or siw, or a machine
-// without PCI discovery); cpus is then empty and note says why.
+// whose sysfs shows no PCI bus); cpus is then empty and note says why.
 struct Placement {
   std::string device;
   int numaNode = -1;
