@@ -1,0 +1,131 @@
+// tictac-analyze end to end: runs the built binary on small graph files and
+// checks its output format and exit codes (0 ok, 1 I/O failure, 2 bad input).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+class AnalyzeTool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef TICTAC_ANALYZE_BIN
+    GTEST_SKIP() << "tictac-analyze is not built in this configuration";
+#endif
+    dir_ = fs::temp_directory_path() /
+           ("tictac-analyze-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    // a (M=2us at 0.008 Gbit/s) feeds 10us of compute; b (M=5) 1us; c (M=3) 3us.
+    write("g.json", R"({"name": "g", "ops": [
+      {"name": "a", "kind": "recv", "bytes": 2}, {"name": "b", "kind": "recv", "bytes": 5},
+      {"name": "c", "kind": "recv", "bytes": 3},
+      {"name": "ca", "kind": "compute", "time_us": 10, "inputs": ["a"]},
+      {"name": "cb", "kind": "compute", "time_us": 1, "inputs": ["b"]},
+      {"name": "cc", "kind": "compute", "time_us": 3, "inputs": ["c"]},
+      {"name": "out", "kind": "compute", "time_us": 0, "inputs": ["ca", "cb", "cc"]}],
+      "outputs": ["out"]})");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+  }
+  static std::string slurp(const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+  Result run(const std::string& args) const {
+    Result r;
+#ifdef TICTAC_ANALYZE_BIN
+    const std::string cmd = std::string(TICTAC_ANALYZE_BIN) + " " + args + " >" + path("stdout") +
+                            " 2>" + path("stderr");
+    const int status = std::system(cmd.c_str());
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(path("stdout"));
+    r.err = slurp(path("stderr"));
+#else
+    (void)args;
+#endif
+    return r;
+  }
+  fs::path dir_;
+};
+
+TEST_F(AnalyzeTool, TacTsvAndJson) {
+  // Worked in analyzer_test.cc (Tac.JohnsonClasses): a 0, c 1, b 2.
+  Result r = run(path("g.json") + " --algo tac --bandwidth-gbps 0.008");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "a\t0\nc\t1\nb\t2\n");
+  r = run(path("g.json") + " --algo tac --bandwidth-gbps 0.008 --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"name\":\"a\",\"priority\":0}\n{\"name\":\"c\",\"priority\":1}\n"
+            "{\"name\":\"b\",\"priority\":2}\n");
+  // -o writes the file and nothing to stdout.
+  r = run(path("g.json") + " --algo fifo -o " + path("out.tsv"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(slurp(path("out.tsv")), "a\t0\nb\t1\nc\t2\n");
+}
+
+TEST_F(AnalyzeTool, TimingAndRecvTimes) {
+  // The trace gives a 50us and c 1us: with --use-recv-times c is M<P -> first.
+  write("t.json", R"([{"name": "a", "ph": "X", "ts": 0, "dur": 50},
+                      {"name": "c", "ph": "X", "ts": 60, "dur": 1}])");
+  Result r = run(path("g.json") + " --algo tac --bandwidth-gbps 0.008 --use-recv-times --timing " +
+                 path("t.json"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "c\t0\na\t1\nb\t2\n");
+  EXPECT_NE(r.err.find("timing"), std::string::npos) << r.err;
+}
+
+TEST_F(AnalyzeTool, PluginAlgo) {
+  Result r = run(path("g.json") + " --plugin " + TICTAC_EXAMPLE_PLUGIN + " --algo smallest-first");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "a\t0\nc\t1\nb\t2\n");
+  r = run(path("g.json") + " --plugin " + path("missing.so") + " --algo smallest-first");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("missing.so"), std::string::npos) << r.err;
+}
+
+TEST_F(AnalyzeTool, ExitCodes) {
+  Result r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* flag : {"--algo", "--bandwidth-gbps", "--latency-us", "--timing",
+                           "--use-recv-times", "--seed", "--plugin", "--output", "--json"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  r = run(path("g.json") + " --algo nope");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("tac"), std::string::npos) << "lists the known algorithms: " << r.err;
+  EXPECT_EQ(run(path("g.json") + " --algo tac --bandwidth-gbps -1").code, 2);
+  EXPECT_EQ(run(path("g.json") + " --algo tac --no-such-flag").code, 2);
+  EXPECT_EQ(run(path("g.json")).code, 2);  // --algo is required
+  write("bad.json", R"({"ops": [{"name": "a", "kind": "recv", "bytes": -1}]})");
+  r = run(path("bad.json") + " --algo tic");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  r = run(path("absent.json") + " --algo tic");
+  EXPECT_EQ(r.code, 1) << r.err;
+  r = run(path("g.json") + " --algo tic -o " + path("no/such/dir/out.tsv"));
+  EXPECT_EQ(r.code, 1) << r.err;
+}
+
+}  // namespace
