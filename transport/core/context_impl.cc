@@ -96,6 +96,7 @@ unsigned ContextImpl::progress() {
   n += startLandings();
   n += flushControl();
   n += pump();
+  if (ready_.empty()) return n;
   std::vector<Ready> ready;
   ready.swap(ready_);
   lock.unlock();

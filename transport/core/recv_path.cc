@@ -87,6 +87,7 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
 }
 
 unsigned ContextImpl::startLandings() {
+  if (to_land_.empty()) return 0;  // (a deque allocates even when empty: keep this path cheap)
   unsigned n = 0;
   std::deque<Landing> todo;
   todo.swap(to_land_);
