@@ -49,6 +49,7 @@ ContextImpl::~ContextImpl() {
   stop_ = true;
   if (progress_thread_.joinable()) progress_thread_.join();
   monitor_.reset();  // closes every bootstrap link (peers see kBye)
+  if (!backend_) return;  // creation failed before the backend existed
   std::lock_guard<std::mutex> lock(core_mu_);
   for (auto& [id, peer] : peers_) {
     if (peer.alive) backend_->removePeer(id);
@@ -56,7 +57,7 @@ ContextImpl::~ContextImpl() {
   for (auto& [key, q] : stash_) {
     for (auto& s : q) backend_->release(s.desc);
   }
-  if (backend_) backend_->removeUnmapHook(&RegCache::unmapHook, cache_.get());
+  backend_->removeUnmapHook(&RegCache::unmapHook, cache_.get());
   cache_->clear();
   backend_.reset();
 }
