@@ -30,6 +30,9 @@ std::map<std::string, BackendHelper>& registry() {
     m["ucx-shm"] = {"ucx-shm", ucx({{"TLS", "shm"}}), has_ucx};
     m["ucx-tcp"] = {"ucx-tcp", ucx({{"TLS", "tcp"}, {"NET_DEVICES", "lo"}}), has_ucx};
     m["ucx-env"] = {"ucx-env", ucx({}), has_ucx};
+    // UCX's own peer error handling on shared memory (needs the
+    // UCX_POSIX/SYSV_ERROR_HANDLING variables the backend sets).
+    m["ucx-shm-peer"] = {"ucx-shm-peer", ucx({{"TLS", "shm"}, {"ERR_HANDLING", "peer"}}), has_ucx};
     return m;
   }();
   return helpers;
@@ -44,7 +47,7 @@ bool registerBackendHelper(BackendHelper helper) {
 
 std::vector<std::string> selectedBackends() {
   const char* env = std::getenv("TICTAC_TEST_BACKENDS");
-  std::string list = env != nullptr && *env ? env : "ucx-shm,ucx-tcp";
+  std::string list = env != nullptr && *env ? env : "ucx-shm,ucx-tcp,ucx-shm-peer";
   std::vector<std::string> out;
   std::stringstream ss(list);
   std::string name;

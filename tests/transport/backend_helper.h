@@ -1,12 +1,13 @@
 // tests/transport/backend_helper.h: the backends the transport suites run on.
 //
 // Every conformance test is parameterised over BackendHelper. The built-in
-// helpers are "ucx-shm" (UCX_TLS=shm), "ucx-tcp" (UCX_TLS=tcp over lo) and
-// "ucx-env" (UCX configured only by the environment, for the run that exports
-// nothing but UCX_TLS=shm). Another backend adds its helper with
+// helpers are "ucx-shm" (UCX_TLS=shm), "ucx-tcp" (UCX_TLS=tcp over lo),
+// "ucx-shm-peer" (shm with UCX peer error handling) and "ucx-env" (UCX
+// configured only by the environment, for the run that exports nothing but
+// UCX_TLS=shm). Another backend adds its helper with
 // registerBackendHelper() from a static initializer in its own test file
 // (e.g. tests/transport/verbs/verbs_helper.cc); TICTAC_TEST_BACKENDS (comma
-// list) selects which helpers run, default "ucx-shm,ucx-tcp".
+// list) selects which helpers run, default "ucx-shm,ucx-tcp,ucx-shm-peer".
 #pragma once
 
 #include <functional>

@@ -42,6 +42,14 @@ Status UcxBackend::init(const BackendOptions& options) {
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucxError("ucp_config_read", st);
   for (const auto& [key, value] : options.config) {
+    if (key == kErrHandlingKey) {
+      if (value != "peer" && value != "none") {
+        ucp_config_release(config);
+        return {StatusCode::kInvalidArgument, "ERR_HANDLING must be 'peer' or 'none'"};
+      }
+      peer_errors_ = value == "peer";
+      continue;
+    }
     st = ucp_config_modify(config, key.c_str(), value.c_str());
     if (st != UCS_OK) {
       ucp_config_release(config);
@@ -103,10 +111,10 @@ UcxBackend::~UcxBackend() {
 Status UcxBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   auto pe = std::make_unique<PeerEp>(PeerEp{this, peer, nullptr});
   ucp_ep_params_t ep{};
-  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  if (peer_errors_) ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(remote.data());
-  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   ep.err_handler.cb = &UcxBackend::onEpError;
   ep.err_handler.arg = pe.get();
   ucs_status_t st = ucp_ep_create(worker_, &ep, &pe->ep);

@@ -22,6 +22,13 @@
 namespace tictac::transport::ucx {
 
 inline constexpr unsigned kAmId = 7;
+// BackendOptions::config key read by this backend (not passed to ucp):
+// "none" (default) or "peer" = UCP_ERR_HANDLING_MODE_PEER on every endpoint.
+// Peer failures are detected by the core's TCP bootstrap either way; "peer"
+// adds UCX's own detection but, in UCX 1.13, keeps the single-copy CMA
+// rendezvous out of shared-memory endpoints (several times slower for large
+// messages), hence the default.
+inline constexpr const char* kErrHandlingKey = "ERR_HANDLING";
 
 // Lives inside every ucp request (ucp_params_t::request_size).
 struct RequestData {
@@ -77,6 +84,7 @@ class UcxBackend final : public Backend {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
+  bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER
   std::map<PeerId, std::unique_ptr<PeerEp>> eps_;
   std::vector<void*> closing_;                            // ep close requests
   std::deque<std::pair<uint64_t, Status>> sends_done_;     // completed immediately
