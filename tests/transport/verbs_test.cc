@@ -1,0 +1,185 @@
+// The verbs backend's tests (suite 'verbs', run inside tools/softroce-vm).
+//
+// This binary also holds the backend-parameterised channel suites
+// (channel_test.cc, channel_more_test.cc) run with TICTAC_TEST_BACKENDS=verbs:
+// the helper registered here makes "verbs" one of their parameters. On a host
+// without an RDMA device every case skips with the reason; inside the guest
+// (TICTAC_GUEST set) a missing device is a failure.
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "tests/transport/backend_helper.h"
+
+namespace tictac::transport::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+bool haveDevice() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list != nullptr) ibv_free_device_list(list);
+  return n > 0;
+}
+
+bool viable() { return std::getenv("TICTAC_GUEST") != nullptr || haveDevice(); }
+
+ContextOptions verbsOptions() {
+  ContextOptions o;
+  o.backend = "verbs";
+  o.backend_config = {{"address", "127.0.0.1"}};  // rxe on lo
+  return o;
+}
+
+const bool registered = registerBackendHelper({"verbs", verbsOptions, viable});
+
+#define REQUIRE_DEVICE()                                                                   \
+  do {                                                                                     \
+    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)";        \
+  } while (0)
+
+TEST(VerbsBackend, UnknownDeviceIsNoDevice) {
+  ASSERT_TRUE(registered);
+  ContextOptions o = verbsOptions();
+  o.device = "no-such-rdma-device";
+  auto c = Context::create(o);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().code(), StatusCode::kNoDevice) << c.status().toString();
+  EXPECT_FALSE(c.status().message().empty());
+}
+
+TEST(VerbsBackend, BadOptionsAreInvalidArguments) {
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"gid_index", "abc"}, {"eager_bytes", "12"}, {"sq_depth", "0"}, {"sl", "99"}}) {
+    ContextOptions o = verbsOptions();
+    o.backend_config[key] = value;
+    auto c = Context::create(o);
+    ASSERT_FALSE(c) << key;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().toString();
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().toString();
+  }
+}
+
+TEST(VerbsBackend, GidIndexOverrideIsChecked) {
+  REQUIRE_DEVICE();
+  ContextOptions o = verbsOptions();
+  o.backend_config = {{"gid_index", "999"}};
+  auto c = Context::create(o);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().toString();
+  // The environment overrides the automatic choice; the option overrides both.
+  ::setenv("TICTAC_VERBS_GID_INDEX", "998", 1);
+  auto env = Context::create(verbsOptions());
+  ContextOptions opt = verbsOptions();
+  opt.backend_config["gid_index"] = "0";
+  auto both = Context::create(opt);
+  ::unsetenv("TICTAC_VERBS_GID_INDEX");
+  ASSERT_FALSE(env);
+  EXPECT_EQ(env.status().code(), StatusCode::kInvalidArgument) << env.status().toString();
+  EXPECT_TRUE(both) << both.status().toString();
+}
+
+TEST(VerbsBackend, SmallEagerAndLargeRendezvousInterleave) {
+  REQUIRE_DEVICE();
+  Pair p = makePair("verbs", false, [](ContextOptions& o) { o.backend_config["eager_bytes"] = "4300"; });
+  std::vector<size_t> sizes{0, 100, 4096, 4097, 300000, 5, 2 << 20};
+  std::vector<std::vector<char>> src, dst;
+  std::vector<OpHandle> ops;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    src.emplace_back(sizes[i]);
+    dst.emplace_back(sizes[i]);
+    fillPattern(src[i].data(), sizes[i], i + 40);
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto s = p.ab->send({i, 2, ""}, src[i].data(), sizes[i], Priority(i % 2));
+    ASSERT_TRUE(s);
+    ops.push_back(s.value());
+  }
+  spin(p, 200);  // some land unexpected (stashed), the rest after expect
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto e = p.ba->expect({i, 2, ""}, dst[i].data(), sizes[i]);
+    ASSERT_TRUE(e);
+    ops.push_back(e.value());
+  }
+  ASSERT_TRUE(driveUntil(p, [&] {
+    for (auto& o : ops) {
+      if (!o->done()) return false;
+    }
+    return true;
+  }));
+  for (auto& o : ops) EXPECT_TRUE(o->status().isOk()) << o->status().toString();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(checksum(src[i].data(), sizes[i]), checksum(dst[i].data(), sizes[i])) << sizes[i];
+  }
+}
+
+// A peer process that accepts one channel and then only makes progress.
+[[noreturn]] void holdingPeer(int port_fd) {
+  auto c = Context::create(verbsOptions());
+  if (!c) ::_exit(3);
+  auto l = c.value()->listen(0, "127.0.0.1");
+  if (!l) ::_exit(4);
+  uint16_t port = l.value()->port();
+  if (::write(port_fd, &port, sizeof(port)) != sizeof(port)) ::_exit(5);
+  auto ch = l.value()->accept(30s);
+  if (!ch) ::_exit(6);
+  for (;;) {
+    c.value()->progress();
+    std::this_thread::sleep_for(50us);
+  }
+}
+
+TEST(VerbsBackend, KilledPeerFailsPendingOpsWithin5s) {
+  REQUIRE_DEVICE();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    holdingPeer(fds[1]);
+  }
+  ::close(fds[1]);
+  uint16_t port = 0;
+  ASSERT_EQ(::read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(fds[0]);
+  auto ctx = Context::create(verbsOptions());
+  ASSERT_TRUE(ctx) << ctx.status().toString();
+  auto ch = ctx.value()->connect("127.0.0.1", port);
+  ASSERT_TRUE(ch) << ch.status().toString();
+  std::vector<char> big(8 << 20, 1), small(64), in(1000);
+  auto s1 = ch.value()->send({1, 0, ""}, big.data(), big.size());  // never expected there
+  auto s2 = ch.value()->send({2, 0, ""}, small.data(), small.size());
+  auto e = ch.value()->expect({3, 0, ""}, in.data(), in.size());  // never sent
+  ASSERT_TRUE(s1 && s2 && e);
+  for (int i = 0; i < 2000; ++i) ctx.value()->progress();
+  ::kill(pid, SIGKILL);
+  auto killed = Clock::now();
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  std::vector<OpHandle> ops{s1.value(), s2.value(), e.value()};
+  while (Clock::now() - killed < 10s) {
+    ctx.value()->progress();
+    bool all = true;
+    for (auto& o : ops) all = all && o->done();
+    if (all) break;
+  }
+  auto took = Clock::now() - killed;
+  for (auto& o : ops) {
+    ASSERT_TRUE(o->done());
+    EXPECT_EQ(o->status().code(), StatusCode::kPeerLost) << o->status().toString();
+  }
+  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
+
+}  // namespace
+}  // namespace tictac::transport::test

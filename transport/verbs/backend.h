@@ -1,0 +1,169 @@
+// transport/verbs/backend.h: the libibverbs backend (internal; use factory.h).
+//
+// One RC QP per peer (a Conn), all on one CQ with a completion channel. The
+// QP is created by localAddress() (its number goes into the blob) and
+// connected by addPeer(). The core's setupPeer() calls both from one thread,
+// so addPeer() takes the QP that the same thread's last localAddress() made
+// (else the oldest unconnected one).
+//
+// Outbound work (SENDs of messages, RDMA WRITEs of rendezvous payloads) goes
+// through a per-Conn backlog: it is posted while the send queue has room and
+// waits otherwise (never dropped); completions make room and progress()
+// posts more. Receivers never run out silently: receive buffers are reposted
+// after each message, and the QP retries RNR NAKs indefinitely (rnr_retry 7)
+// should a peer outrun them. Events reach the core only from progress().
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "transport/verbs/device.h"
+#include "transport/verbs/proto.h"
+
+namespace tictac::transport::verbs {
+
+struct Tuning {
+  uint32_t recv_bytes = 8192;  // receive buffer = largest SEND message
+  uint32_t sq_depth = 128;
+  uint32_t rq_depth = 128;
+  uint8_t traffic_class = 0;
+  uint8_t sl = 0;
+};
+
+// lkey/rkey of a region made by VerbsBackend::registerMemory.
+const ibv_mr* mrOf(const MemoryRegion* region);
+
+class VerbsBackend final : public Backend {
+ public:
+  explicit VerbsBackend(BackendEvents* events) : events_(events) {}
+  ~VerbsBackend() override;
+  Status init(const BackendOptions& options);
+
+  std::string name() const override { return "verbs"; }
+  std::vector<uint8_t> localAddress() override;
+  Status addPeer(PeerId peer, std::span<const uint8_t> remote_address) override;
+  void removePeer(PeerId peer) override;
+  Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
+  Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
+              const MemoryRegion* region, uint64_t token) override;
+  Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
+                 uint64_t token) override;
+  void release(void* desc) override;
+  unsigned progress() override;
+  int eventFd() override;
+  bool arm() override;
+  bool installUnmapHook(UnmapHook hook, void* arg) override;
+  void removeUnmapHook(UnmapHook hook, void* arg) override;
+
+  // For memory hooks (memory.cc).
+  UnmapHook hook_ = nullptr;
+  void* hook_arg_ = nullptr;
+
+ private:
+  struct Conn {
+    uint32_t qpn = 0;
+    PeerId peer = 0;
+    ibv_qp* qp = nullptr;
+    std::vector<char> rbuf, sbuf;  // receive buffers, send bounce slots
+    ibv_mr* rmr = nullptr;
+    ibv_mr* smr = nullptr;
+    std::vector<uint32_t> free_slots;
+    std::deque<uint64_t> backlog;  // work ids
+    uint32_t sq_used = 0, rq_posted = 0, psn = 0;
+    uint32_t send_bytes = 0;  // largest SEND the peer accepts
+    bool connected = false, dead = false, reported = false;
+  };
+  struct Work {  // one outbound operation, queued or posted
+    enum Kind : uint8_t { kMsg, kWrite } kind = kMsg;
+    uint32_t qpn = 0;
+    uint64_t token = 0;
+    bool report = false;     // onSendDone(token) when it completes
+    uint64_t fail_send = 0;  // kRts: the transfer to fail if this fails
+    uint32_t fail_recv = 0;  // kCts: the receive to fail if this fails
+    MsgHdr mh{};
+    uint8_t hdr[kMaxCoreHeader];
+    const char* data = nullptr;  // kEager payload, kWrite source
+    size_t len = 0;
+    uint32_t lkey = 0, rkey = 0, imm = 0;
+    uint64_t raddr = 0;
+    bool with_imm = false;      // kWrite: the transfer's last piece
+    ibv_mr* own_mr = nullptr;   // deregistered when the work is done
+    int slot = -1;
+  };
+  struct RndvSend {  // a posted rendezvous payload waiting for its kCts
+    uint64_t token;
+    uint32_t qpn;
+    const char* data;
+    size_t len;
+    uint32_t lkey;
+    ibv_mr* own_mr;  // registered here when the core gave no region
+  };
+  struct RndvSendArgs {  // a kCts accepted: what to write where
+    uint64_t token;
+    const char* data;
+    size_t len;
+    uint32_t lkey;
+    ibv_mr* own_mr;
+    uint64_t raddr;
+    uint32_t rkey, imm;
+  };
+  struct RndvRecv {  // a kCts sent; the WRITE WITH IMMEDIATE is awaited
+    uint64_t token;
+    uint32_t qpn;
+    ibv_mr* own_mr;
+  };
+  struct Retained {
+    bool rndv = false;
+    std::vector<char> copy;  // eager payload
+    uint32_t qpn = 0;
+    uint64_t send_id = 0, len = 0;
+  };
+
+  Result<Conn*> newConn();
+  void dropConn(uint32_t qpn);
+  Status connectQp(Conn& c, const AddressBlob& remote);
+  void killConn(Conn& c, const Status& why);
+  void destroyConn(Conn& c);
+  Conn* connOf(PeerId peer);
+  Conn* connByQpn(uint32_t qpn);
+  uint64_t queueWork(Conn& c, Work w);
+  void flush(Conn& c);
+  int postWork(Conn& c, Work& w, uint64_t id);  // 0, ENOMEM (full) or an errno
+  Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
+  void queueWrite(Conn& c, RndvSendArgs a);
+  void repost(Conn& c, uint32_t index);
+  void onCompletion(const ibv_wc& wc);
+  void onSendCompletion(const ibv_wc& wc);
+  void onRecv(Conn& c, const ibv_wc& wc);
+  void onMsg(Conn& c, const char* buf, size_t bytes);
+  void failSendWork(Work& w, const Status& st);
+  void finishRecv(uint32_t recv_id, const Status& st);
+  void finishRndvSend(uint64_t send_id, const Status& st);
+  Result<ibv_mr*> regTemp(const void* addr, size_t len);
+  unsigned drainChannel();
+
+  BackendEvents* events_;
+  std::unique_ptr<Device> dev_;
+  Tuning tune_;
+  std::map<uint32_t, std::unique_ptr<Conn>> conns_;  // by QP number
+  std::map<PeerId, uint32_t> peers_;                 // peer -> qpn
+  std::deque<uint32_t> unconnected_;                 // QPs from localAddress()
+  std::unordered_map<uint64_t, Work> works_;
+  uint64_t next_work_ = 1;
+  std::unordered_map<uint64_t, RndvSend> rsends_;
+  std::unordered_map<uint32_t, RndvRecv> rrecvs_;
+  uint64_t next_send_id_ = 1;
+  uint32_t next_recv_id_ = 1;
+  std::deque<std::pair<uint64_t, Status>> sends_done_, recvs_done_;
+  std::vector<std::pair<PeerId, Status>> pending_peer_errors_;
+  uint32_t max_inline_ = 0;
+  std::vector<ibv_wc> polled_;  // completions seen by arm()
+  unsigned unacked_events_ = 0;
+  bool armed_ = false;
+};
+
+}  // namespace tictac::transport::verbs

@@ -1,0 +1,30 @@
+// transport/verbs/factory.h: the libibverbs backend's one entry point.
+//
+// RC queue pairs (one per peer) on one RDMA device, connected through the
+// core's TCP bootstrap: the address blob carries the QP number, PSN, GID, LID
+// and MTU, as perftest does without -R. Small messages are SENDs into reposted
+// receive buffers; larger payloads go by rendezvous: the receiver's receive()
+// advertises the destination (address + rkey) and the sender writes it with
+// RDMA WRITE WITH IMMEDIATE (the immediate names the transfer).
+//
+// Device and options (BackendOptions::device / ::config, environment):
+//   device       RDMA device name (else TICTAC_VERBS_DEVICE, else the first
+//                device with an active port)
+//   gid_index    GID table index (else TICTAC_VERBS_GID_INDEX, else the first
+//                IPv4-mapped RoCE v2 GID; `address` picks a specific IPv4)
+//   address      IPv4 address whose RoCE v2 GID to use (e.g. 127.0.0.1)
+//   eager_bytes  size of a receive buffer = largest SEND message (8192)
+//   sq_depth, rq_depth  work requests per QP (128, 128)
+//   traffic_class, sl   GRH traffic class (DSCP << 2) and service level (0)
+// No device: kNoDevice with the reason. Never initializes UCX.
+#pragma once
+
+#include <memory>
+
+#include "transport/backend.h"
+
+namespace tictac::transport::verbs {
+
+Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEvents* events);
+
+}  // namespace tictac::transport::verbs

@@ -1,0 +1,58 @@
+// transport/verbs/proto.h: what the verbs backend puts on the wire (internal).
+//
+// The address blob (localAddress, exchanged by the core's bootstrap) and the
+// backend's message header, which precedes the core's header in every SEND:
+//
+//   SEND [MsgHdr][core header (hdr_len bytes)][payload (kEager only)]
+//     kEager: the payload travels in the message (len bytes).
+//     kRts:   "ready to send" len payload bytes; send_id names the transfer.
+//     kCts:   "clear to send" from the receiver of kRts send_id: RDMA WRITE
+//             the payload to (addr, rkey), with immediate = recv_id; or, with
+//             kFlagDrop, the payload is not wanted (the send completes).
+//   RDMA WRITE WITH IMMEDIATE recv_id: the payload of one rendezvous transfer
+//             (the receiver's receive() completes on its arrival).
+// Fields are in the sender's byte order; both peers are little-endian x86 or
+// arm64 (the core's magic check rejects other pairs at the first message).
+#pragma once
+
+#include <cstdint>
+
+namespace tictac::transport::verbs {
+
+inline constexpr uint32_t kBlobMagic = 0x56425854;  // "TXBV"
+inline constexpr uint16_t kBlobVersion = 1;
+
+struct AddressBlob {
+  uint32_t magic = kBlobMagic;
+  uint16_t version = kBlobVersion;
+  uint8_t roce = 1;        // link layer Ethernet (GRH addressing)
+  uint8_t mtu = 0;         // ibv_mtu of the port
+  uint32_t qpn = 0;        // the QP created for this peer
+  uint32_t psn = 0;        // its initial send PSN
+  uint16_t lid = 0;
+  uint16_t reserved = 0;
+  uint32_t recv_bytes = 0;  // size of each receive buffer (largest SEND)
+  uint8_t gid[16] = {};
+};
+static_assert(sizeof(AddressBlob) == 40, "address blob layout");
+
+enum class MsgKind : uint8_t { kEager = 1, kRts = 2, kCts = 3 };
+inline constexpr uint8_t kFlagDrop = 1;
+
+struct MsgHdr {
+  uint8_t kind = 0;      // MsgKind
+  uint8_t flags = 0;     // kFlagDrop (kCts)
+  uint16_t hdr_len = 0;  // core header bytes that follow
+  uint32_t recv_id = 0;  // kCts: the immediate to write with
+  uint64_t len = 0;      // payload bytes
+  uint64_t send_id = 0;  // kRts/kCts: the sender's transfer
+  uint64_t addr = 0;     // kCts: destination
+  uint32_t rkey = 0;     // kCts
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(MsgHdr) == 40, "message header layout");
+
+// Largest core header the backend carries.
+inline constexpr size_t kMaxCoreHeader = 128;
+
+}  // namespace tictac::transport::verbs
