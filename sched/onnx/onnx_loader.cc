@@ -9,14 +9,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sched/graph/graph_internal.h"
 #include "sched/onnx/onnx_tensor.h"
 
 namespace tictac::sched {
 namespace {
 
-constexpr OpIndex kFolded = std::numeric_limits<OpIndex>::max();  // Constant output
+constexpr OpIndex kFolded = std::numeric_limits<OpIndex>::max();  // a Constant's output
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
+std::string q(const std::string& s) { return detail::quoted(s); }
 
 onnx::ModelProto parseModel(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -34,6 +35,9 @@ onnx::ModelProto parseModel(const std::string& path) {
   if (model.ir_version() <= 0 || !model.has_graph()) {
     throw InputError(path + ": not an ONNX model (" +
                      (model.ir_version() <= 0 ? "no ir_version" : "no graph") + ")");
+  }
+  if (model.opset_import_size() == 0) {
+    throw InputError(path + ": no opset_import (truncated or not an ONNX model)");
   }
   return model;
 }
@@ -189,10 +193,11 @@ Graph loadOnnxGraph(const std::string& path, std::vector<std::string>* warnings)
     throw InputError(path + ": " + e.what());
   }
   std::vector<std::string> removed = prune(g);
-  if (warnings) {
-    for (const std::string& name : removed) {
-      warnings->push_back(path + ": op " + q(name) + " ignored: no output depends on it");
-    }
+  if (g.recvs().empty()) {
+    throw InputError(path + ": no initializer that a graph output depends on");
+  }
+  if (warnings != nullptr && !removed.empty()) {
+    warnings->push_back(path + ": " + detail::prunedWarning(removed));
   }
   return g;
 }

@@ -1,6 +1,6 @@
 // sched/onnx/onnx_loader.h: builds a Graph from an ONNX model file.
 //
-// Mapping (see docs/sched.md, "Loading ONNX models"):
+// Mapping (this comment is the reference for it):
 // - every initializer becomes a recv op named after it, bytes = element count
 //   x element size of its data type (unknown or string types are rejected);
 // - an Identity node whose only input is an initializer (how PyTorch's
