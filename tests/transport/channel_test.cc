@@ -186,6 +186,35 @@ TEST_P(ChannelTest, DuplicatePendingExpectFails) {
   EXPECT_TRUE(p.ba->cancel(e1.value()));
 }
 
+TEST_P(ChannelTest, DuplicatePendingSendFails) {
+  Pair p = makePair(GetParam(), false);
+  std::vector<char> a(100000, 1), dst(100000);
+  auto s1 = p.ab->send({8, 1, ""}, a.data(), a.size());
+  auto s2 = p.ab->send({8, 1, ""}, a.data(), a.size());
+  ASSERT_TRUE(s1 && s2);
+  ASSERT_TRUE(driveUntil(p, [&] { return s2.value()->done(); }));
+  EXPECT_EQ(s2.value()->status().code(), StatusCode::kInvalidArgument);
+  auto e = p.ba->expect({8, 1, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(driveUntil(p, [&] { return s1.value()->done() && e.value()->done(); }));
+  EXPECT_TRUE(s1.value()->status().isOk());
+  EXPECT_EQ(dst, a);
+}
+
+TEST_P(ChannelTest, DestroyingContextsCompletesPendingOpsOnce) {
+  std::atomic<int> fired{0};
+  std::vector<char> dst(100);
+  {
+    Pair p = makePair(GetParam(), false);
+    auto e = p.ba->expect({1, 0, ""}, dst.data(), dst.size(), [&](const Status& s) {
+      EXPECT_EQ(s.code(), StatusCode::kCanceled);
+      fired++;
+    });
+    ASSERT_TRUE(e);
+  }
+  EXPECT_EQ(fired.load(), 1);
+}
+
 TEST_P(ChannelTest, ClosedChannelFailsPeerOps) {
   Pair p = makePair(GetParam(), false);
   std::vector<char> dst(100);

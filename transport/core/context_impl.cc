@@ -50,14 +50,27 @@ ContextImpl::~ContextImpl() {
   if (progress_thread_.joinable()) progress_thread_.join();
   monitor_.reset();  // closes every bootstrap link (peers see kBye)
   if (!backend_) return;  // creation failed before the backend existed
-  std::lock_guard<std::mutex> lock(core_mu_);
-  for (auto& [id, peer] : peers_) {
-    if (peer.alive) backend_->removePeer(id);
+  std::vector<Ready> ready;
+  {
+    std::lock_guard<std::mutex> lock(core_mu_);
+    drainSubmissions();
+    std::vector<uint32_t> ids;
+    for (auto& [id, peer] : peers_) ids.push_back(id);
+    // Every pending op completes (kCanceled) exactly once, even now.
+    for (uint32_t id : ids) failPeer(id, Status(StatusCode::kCanceled, "context destroyed"));
+    for (auto& [key, q] : stash_) {
+      for (auto& st : q) backend_->release(st.desc);
+    }
+    stash_.clear();
+    backend_->removeUnmapHook(&RegCache::unmapHook, cache_.get());
+    ready.swap(ready_);
   }
-  for (auto& [key, q] : stash_) {
-    for (auto& s : q) backend_->release(s.desc);
+  ++t_in_callbacks;
+  for (auto& r : ready) {
+    if (r.cb) r.cb(r.status);
+    r.handle->finish(r.status);
   }
-  backend_->removeUnmapHook(&RegCache::unmapHook, cache_.get());
+  --t_in_callbacks;
   cache_->clear();
   backend_.reset();
 }

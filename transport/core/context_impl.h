@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tictac/transport/context.h"
@@ -186,6 +187,7 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   std::unordered_map<uint64_t, SendOp> sends_;
   std::unordered_map<uint64_t, RecvOp> recvs_;
   std::unordered_map<PeerKey, uint64_t, PeerKeyHash> expect_index_;
+  std::unordered_set<PeerKey, PeerKeyHash> send_keys_;  // (peer, tensor) with a send pending
   std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
   std::unordered_map<uint64_t, uint32_t> rejected_;  // sender op (xor peer) -> peer
   std::unordered_map<uint64_t, Post> posts_;

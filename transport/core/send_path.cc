@@ -126,6 +126,7 @@ void ContextImpl::tryFinishSend(uint64_t id) {
   bool confirmed = op.all_handed && op.acked >= op.len && (op.len > 0 || op.zero_acked);
   if (!confirmed && !op.failed) return;
   Status st = op.failed ? *op.failed : Status::ok();
+  send_keys_.erase(PeerKey{op.peer, op.iteration, op.tensor});
   ready_.push_back(Ready{std::move(op.handle), std::move(op.cb), std::move(st)});
   sends_.erase(it);
 }
@@ -157,7 +158,10 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
   for (auto& [id, r] : recvs_) {
     if (r.key.peer == peer) ids.push_back(id);
   }
-  for (uint64_t id : ids) failExpect(id, why);
+  for (uint64_t id : ids) {
+    recvs_[id].pending = 0;  // removePeer ended its receives; the buffer is released
+    failExpect(id, why);
+  }
   for (auto it = stash_.begin(); it != stash_.end();) {
     if (it->first.peer == peer) {
       for (auto& s : it->second) backend_->release(s.desc);

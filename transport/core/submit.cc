@@ -84,6 +84,11 @@ void ContextImpl::startSend(Submission& s) {
   if (pit == peers_.end() || !pit->second.alive) {
     return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
   }
+  if (!send_keys_.insert(PeerKey{s.peer, s.key.iteration, s.key.id}).second) {
+    return fail(Status(StatusCode::kInvalidArgument,
+                       "send: tensor " + std::to_string(s.key.id) + " iteration " +
+                           std::to_string(s.key.iteration) + " is already being sent"));
+  }
   SendOp op;
   op.handle = s.handle;
   op.cb = std::move(s.cb);
@@ -95,12 +100,14 @@ void ContextImpl::startSend(Submission& s) {
   auto reg = cache_->lookup(s.buf, s.len);
   if (!reg) {
     s.cb = std::move(op.cb);
+    send_keys_.erase(PeerKey{s.peer, s.key.iteration, s.key.id});
     return fail(reg.status());
   }
   op.region = reg.value();
   Status st = sched_->enqueue(SendRequest{s.id, s.prio, s.len, s.peer});
   if (!st) {
     s.cb = std::move(op.cb);
+    send_keys_.erase(PeerKey{s.peer, s.key.iteration, s.key.id});
     return fail(st);
   }
   op.in_sched = true;

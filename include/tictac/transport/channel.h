@@ -30,10 +30,11 @@ class Channel {
  public:
   // Queues `len` bytes at `buf` (must stay valid and unchanged until the
   // completion). Priority: the given one, else the context's hint provider,
-  // else options.default_priority. Synchronous errors: kNoResource (queue
-  // limit, retry after completions), kInvalidArgument (null buffer with len >
-  // 0, or the same (id, iteration) already pending on this channel),
-  // kPeerLost (channel already failed).
+  // else options.default_priority. Synchronous errors (nothing posted):
+  // kNoResource (queue limit, retry after completions), kInvalidArgument
+  // (null buffer with len > 0). Through the completion: kInvalidArgument when
+  // the same (id, iteration) is already being sent on this channel, kPeerLost
+  // when the channel has failed, kSizeMismatch, kCanceled.
   Result<OpHandle> send(const TensorKey& tensor, const void* buf, size_t len,
                         std::optional<Priority> priority = std::nullopt,
                         Completion completion = {});
