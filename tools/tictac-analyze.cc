@@ -58,8 +58,8 @@ int run(const Args& a) {
   }
   auto analyzer = reg.create(a.algo);
   if (!analyzer) {
-    std::cerr << "tictac-analyze: unknown algorithm '" << a.algo << "'; known: "
-              << joined(reg.names()) << " (load others with --plugin LIB.so)\n";
+    std::cerr << "tictac-analyze: unknown algorithm '" << a.algo
+              << "'; known: " << joined(reg.names()) << " (load others with --plugin LIB.so)\n";
     return 2;
   }
   try {
@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
                  "shared library exporting analyzers through tictac/sched/plugin.h; "
                  "may be given several times");
   app.add_option("-o,--output", a.out, "write the result to FILE instead of stdout");
-  app.add_flag("--json", a.json, "print JSON lines {\"name\": ..., \"priority\": ...} instead of TSV");
+  app.add_flag("--json", a.json,
+               "print JSON lines {\"name\": ..., \"priority\": ...} instead of TSV");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

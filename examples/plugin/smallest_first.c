@@ -55,4 +55,6 @@ static const tictac_analyzer_plugin_v1 kPlugin = {
     kAnalyzers,
 };
 
-const tictac_analyzer_plugin_v1* tictac_analyzer_plugin(void) { return &kPlugin; }
+const tictac_analyzer_plugin_v1* tictac_analyzer_plugin(void) {
+  return &kPlugin;
+}

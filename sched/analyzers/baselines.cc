@@ -50,7 +50,11 @@ class Fifo final : public Analyzer {
 
 }  // namespace
 
-std::unique_ptr<Analyzer> makeFifo() { return std::make_unique<Fifo>(false); }
-std::unique_ptr<Analyzer> makeReverse() { return std::make_unique<Fifo>(true); }
+std::unique_ptr<Analyzer> makeFifo() {
+  return std::make_unique<Fifo>(false);
+}
+std::unique_ptr<Analyzer> makeReverse() {
+  return std::make_unique<Fifo>(true);
+}
 
 }  // namespace tictac::sched::analyzers

@@ -10,7 +10,7 @@
 namespace tictac::sched::analyzers {
 
 namespace {
-constexpr double kMaxNs = 1e15;       // one op may take at most ~11.6 days
+constexpr double kMaxNs = 1e15;  // one op may take at most ~11.6 days
 constexpr int64_t kMaxTotalNs = int64_t{1} << 61;
 }  // namespace
 
@@ -38,8 +38,7 @@ LiveDag buildLiveDag(const Graph& g) {
         if (in >= n)
           throw InputError("op '" + g.ops[op].name + "': input index " + std::to_string(in) +
                            " is out of range");
-        if (color[in] == kGrey)
-          throw InputError("cycle through op '" + g.ops[in].name + "'");
+        if (color[in] == kGrey) throw InputError("cycle through op '" + g.ops[in].name + "'");
         if (color[in] == kWhite) {
           color[in] = kGrey;
           stack.emplace_back(in, 0);  // invalidates op/next; loop re-reads back()
@@ -79,7 +78,8 @@ void checkOptions(const AnalyzerOptions& o) {
 }
 
 int64_t toNs(double us, const std::string& what) {
-  if (std::isnan(us) || us < 0) throw InputError(what + ": time must be >= 0, got " + std::to_string(us));
+  if (std::isnan(us) || us < 0)
+    throw InputError(what + ": time must be >= 0, got " + std::to_string(us));
   double ns = std::round(us * 1e3);
   if (ns > kMaxNs) throw InputError(what + ": time " + std::to_string(us) + " us is too large");
   return static_cast<int64_t>(ns);

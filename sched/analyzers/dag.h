@@ -21,11 +21,11 @@ namespace tictac::sched::analyzers {
 inline constexpr uint32_t kNoRecv = std::numeric_limits<uint32_t>::max();
 
 struct LiveDag {
-  std::vector<OpIndex> order;      // live ops, inputs before consumers
-  std::vector<bool> live;          // per op of the graph
-  std::vector<OpIndex> recvs;      // live recv ops in list order (recv id -> op)
-  std::vector<uint32_t> recv_id;   // per op: its recv id, or kNoRecv
-  std::vector<uint32_t> name_rank; // per recv id: rank of its name in byte order
+  std::vector<OpIndex> order;       // live ops, inputs before consumers
+  std::vector<bool> live;           // per op of the graph
+  std::vector<OpIndex> recvs;       // live recv ops in list order (recv id -> op)
+  std::vector<uint32_t> recv_id;    // per op: its recv id, or kNoRecv
+  std::vector<uint32_t> name_rank;  // per recv id: rank of its name in byte order
 };
 
 // Builds the LiveDag. Throws InputError on an input index out of range, an

@@ -35,8 +35,10 @@ DepSets::DepSets(const Graph& g, const LiveDag& d, bool with_times)
     bool same = true;
     for (OpIndex in : o.inputs) {
       if (g.isRecv(in)) continue;
-      if (common == kNone) common = of_op[in];
-      else if (of_op[in] != common) same = false;
+      if (common == kNone)
+        common = of_op[in];
+      else if (of_op[in] != common)
+        same = false;
     }
     if (common == kNone) common = empty;
     if (same) {

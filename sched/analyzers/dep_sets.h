@@ -26,8 +26,8 @@ class DepSets {
   struct Group {
     uint32_t first_word = 0;  // words before this one are all zero
     uint32_t compute_ops = 0;
-    uint32_t size = 0;        // |deps|
-    int64_t time_ns = 0;      // sum of the compute times (0 unless built with times)
+    uint32_t size = 0;    // |deps|
+    int64_t time_ns = 0;  // sum of the compute times (0 unless built with times)
   };
 
   // Builds the groups of the live compute ops of `g`. With `with_times`, the

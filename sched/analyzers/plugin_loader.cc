@@ -27,12 +27,14 @@ class PluginAnalyzer final : public Analyzer {
       const Op& op = g.ops[i];
       ops[i] = {op.name.c_str(),
                 op.kind == OpKind::kRecv ? uint32_t{TICTAC_OP_RECV} : uint32_t{TICTAC_OP_COMPUTE},
-                static_cast<uint32_t>(op.inputs.size()), op.inputs.data(), op.bytes, op.time_us,
+                static_cast<uint32_t>(op.inputs.size()),
+                op.inputs.data(),
+                op.bytes,
+                op.time_us,
                 op.has_time ? 1 : 0};
     }
     const tictac_graph_v1 cg{g.name.c_str(), static_cast<uint32_t>(ops.size()),
-                             static_cast<uint32_t>(g.outputs.size()), ops.data(),
-                             g.outputs.data()};
+                             static_cast<uint32_t>(g.outputs.size()), ops.data(), g.outputs.data()};
     const tictac_analyzer_options_v1 co{o.bandwidth_gbps, o.latency_us, o.use_recv_times ? 1 : 0,
                                         o.seed};
     std::vector<uint32_t> prio(ops.size(), TICTAC_PRIORITY_UNSET);
@@ -46,8 +48,8 @@ class PluginAnalyzer final : public Analyzer {
     for (size_t r = 0; r < d.recvs.size(); ++r) {
       out[r] = prio[d.recvs[r]];
       if (out[r] == TICTAC_PRIORITY_UNSET)
-        throw std::runtime_error("analyzer '" + name() + "' of plugin " + origin_ +
-                                 " left recv '" + g.ops[d.recvs[r]].name + "' without a priority");
+        throw std::runtime_error("analyzer '" + name() + "' of plugin " + origin_ + " left recv '" +
+                                 g.ops[d.recvs[r]].name + "' without a priority");
     }
     return makeSchedule(g, d, name(), out);
   }
@@ -71,7 +73,8 @@ void registerPluginTable(AnalyzerRegistry& reg, const void* table, std::shared_p
                              ", but this build of tictac supports version " +
                              std::to_string(TICTAC_ANALYZER_ABI_VERSION));
   const auto* t = static_cast<const tictac_analyzer_plugin_v1*>(table);
-  if (t->num_analyzers == 0 || !t->analyzers) throw std::runtime_error(where + "exports no analyzers");
+  if (t->num_analyzers == 0 || !t->analyzers)
+    throw std::runtime_error(where + "exports no analyzers");
   for (uint32_t i = 0; i < t->num_analyzers; ++i) {
     const tictac_analyzer_v1* a = &t->analyzers[i];
     if (!a->name || !*a->name || !a->analyze)
@@ -100,7 +103,8 @@ void AnalyzerRegistry::loadPlugin(const std::string& path) {
   dlerror();
   void* sym = dlsym(handle, TICTAC_ANALYZER_ENTRY_POINT);
   if (!sym)
-    throw std::runtime_error("plugin " + path + ": no entry point " TICTAC_ANALYZER_ENTRY_POINT
+    throw std::runtime_error("plugin " + path +
+                             ": no entry point " TICTAC_ANALYZER_ENTRY_POINT
                              " (is it a tictac analyzer plugin?)");
   auto entry = reinterpret_cast<tictac_analyzer_plugin_fn>(sym);
   analyzers::registerPluginTable(*this, entry(), std::move(library), path);

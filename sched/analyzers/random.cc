@@ -56,6 +56,8 @@ class Random final : public Analyzer {
 
 }  // namespace
 
-std::unique_ptr<Analyzer> makeRandom() { return std::make_unique<Random>(); }
+std::unique_ptr<Analyzer> makeRandom() {
+  return std::make_unique<Random>();
+}
 
 }  // namespace tictac::sched::analyzers

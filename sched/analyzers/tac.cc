@@ -44,7 +44,10 @@ struct Key {
 class TacState {
  public:
   TacState(const DepSets& sets, std::vector<int64_t> m)
-      : sets_(sets), m_(std::move(m)), p_(m_.size(), 0), out_(sets.numWords(), 0),
+      : sets_(sets),
+        m_(std::move(m)),
+        p_(m_.size(), 0),
+        out_(sets.numWords(), 0),
         cand_bits_(sets.numWords(), 0) {
     for (size_t r = 0; r < m_.size(); ++r) out_[r / 64] |= Word{1} << (r % 64);
     for (uint32_t id : sets.computeGroups()) {
@@ -160,7 +163,7 @@ class TacState {
   std::vector<Word> out_;        // O as a bitset over recv ids
   std::vector<Word> cand_bits_;  // the tied candidates, when many
   std::vector<uint32_t> cand_;
-  std::vector<Live> active_;     // compute groups with count > 0
+  std::vector<Live> active_;  // compute groups with count > 0
 };
 
 class Tac final : public Analyzer {
@@ -180,6 +183,8 @@ class Tac final : public Analyzer {
 
 }  // namespace
 
-std::unique_ptr<Analyzer> makeTac() { return std::make_unique<Tac>(); }
+std::unique_ptr<Analyzer> makeTac() {
+  return std::make_unique<Tac>();
+}
 
 }  // namespace tictac::sched::analyzers

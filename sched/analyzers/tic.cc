@@ -42,7 +42,7 @@ class Tic final : public Analyzer {
     for (size_t k = 0; k < by_mplus.size(); ++k) {
       const uint32_t r = by_mplus[k];
       prio[r] = (k > 0 && mplus[by_mplus[k - 1]] == mplus[r]) ? prio[by_mplus[k - 1]]
-                                                                : static_cast<Priority>(k);
+                                                              : static_cast<Priority>(k);
     }
     return makeSchedule(g, d, name(), prio);
   }
@@ -50,6 +50,8 @@ class Tic final : public Analyzer {
 
 }  // namespace
 
-std::unique_ptr<Analyzer> makeTic() { return std::make_unique<Tic>(); }
+std::unique_ptr<Analyzer> makeTic() {
+  return std::make_unique<Tic>();
+}
 
 }  // namespace tictac::sched::analyzers

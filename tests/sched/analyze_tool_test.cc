@@ -42,7 +42,9 @@ class AnalyzeTool : public ::testing::Test {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const {
+    return (dir_ / name).string();
+  }
   void write(const std::string& name, const std::string& text) const {
     std::ofstream(path(name)) << text;
   }

@@ -43,8 +43,10 @@ Ref reference(const Graph& g) {
   Ref r;
   for (OpIndex i = 0; i < g.ops.size(); ++i) {
     if (!live[i]) continue;
-    if (g.isRecv(i)) r.recvs.insert(i);
-    else r.ops.push_back({deps[i], static_cast<int64_t>(g.ops[i].time_us * 1000)});
+    if (g.isRecv(i))
+      r.recvs.insert(i);
+    else
+      r.ops.push_back({deps[i], static_cast<int64_t>(g.ops[i].time_us * 1000)});
   }
   return r;
 }
@@ -111,12 +113,13 @@ Graph randomGraph(uint32_t seed, int recvs, int computes, bool zero_times) {
     const int left_r = recvs - made_r, left_c = computes - made_c;
     const bool make_recv = all.empty() || pick(left_r + left_c) < left_r;
     if (make_recv) {
-      all.push_back(b.recv("r" + std::to_string(pick(1000)) + "_" + std::to_string(made_r),
-                           1 + pick(3)));
+      all.push_back(
+          b.recv("r" + std::to_string(pick(1000)) + "_" + std::to_string(made_r), 1 + pick(3)));
       ++made_r;
     } else {
       std::vector<OpIndex> in;
-      for (int k = 1 + pick(3); k > 0; --k) in.push_back(all[all.size() - 1 - pick(std::min<int>(all.size(), 6))]);
+      for (int k = 1 + pick(3); k > 0; --k)
+        in.push_back(all[all.size() - 1 - pick(std::min<int>(all.size(), 6))]);
       Op op;
       op.name = "c" + std::to_string(made_c++);
       op.time_us = zero_times ? 0.0 : static_cast<double>(std::vector<int>{0, 1, 2, 5}[pick(4)]);

@@ -29,8 +29,8 @@ TEST(Tic, SharedNumbersAndInfinityLast) {
   auto h = b.compute("h", 0, {f});
   b.compute("dead", 0, {z, g3});
   b.output(g3).output(h);
-  EXPECT_EQ(run("tic", b.graph()), (Prios{{"a", 0}, {"b", 0}, {"c", 2}, {"d", 3}, {"e", 3},
-                                          {"f", 5}}));
+  EXPECT_EQ(run("tic", b.graph()),
+            (Prios{{"a", 0}, {"b", 0}, {"c", 2}, {"d", 3}, {"e", 3}, {"f", 5}}));
 }
 
 // TIC ignores sizes and times: two disjoint pairs and a join.
@@ -117,7 +117,7 @@ TEST(Tac, OptionsChangeTheAnswer) {
   EXPECT_EQ(run("tac", b.graph(), o), (Prios{{"a", 0}, {"c", 1}, {"b", 2}}));
   b.graph().ops[a].time_us = 50;  // a: M=50 >= P=10 -> (1,-10) still first
   b.graph().ops[a].has_time = true;
-  b.graph().ops[c].time_us = 1;   // c: M=1 < 3 -> (0,1) now first
+  b.graph().ops[c].time_us = 1;  // c: M=1 < 3 -> (0,1) now first
   b.graph().ops[c].has_time = true;
   o = bytesAreMicros();
   o.use_recv_times = true;

@@ -1,6 +1,8 @@
 // Plugins: the example library "smallest-first" loaded through dlopen, and the
 // loader's checks (bad path, missing entry point, ABI version, broken tables,
 // a plugin that fails or leaves a recv without a priority).
+#include "tictac/sched/plugin.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,7 +10,6 @@
 
 #include "sched/analyzers/plugin_loader.h"
 #include "tests/sched/analyzer_test_util.h"
-#include "tictac/sched/plugin.h"
 
 namespace tictac::sched::testing {
 namespace {
@@ -79,8 +80,8 @@ int writesNothing(const tictac_graph_v1*, const tictac_analyzer_options_v1*, uin
 
 TEST(Plugin, TableChecks) {
   AnalyzerRegistry reg;
-  const tictac_analyzer_v1 fns[] = {{"rev-index", writeReverseIndex}, {"fails", fails},
-                                    {"silent", writesNothing}};
+  const tictac_analyzer_v1 fns[] = {
+      {"rev-index", writeReverseIndex}, {"fails", fails}, {"silent", writesNothing}};
   tictac_analyzer_plugin_v1 table{TICTAC_ANALYZER_ABI_VERSION, 3, fns};
   using analyzers::registerPluginTable;
 
@@ -104,7 +105,8 @@ TEST(Plugin, TableChecks) {
   registerPluginTable(reg, &table, nullptr, "inline");
   EXPECT_EQ(reg.names(), (std::vector<std::string>{"fails", "rev-index", "silent"}));
   // Ops: big 0, small 1, mid 2, dead 3, unused 4, o 5 -> priority = 6 - index.
-  EXPECT_EQ(reg.create("rev-index")->analyze(threeRecvs(), {}).toTsv(), "mid\t4\nsmall\t5\nbig\t6\n");
+  EXPECT_EQ(reg.create("rev-index")->analyze(threeRecvs(), {}).toTsv(),
+            "mid\t4\nsmall\t5\nbig\t6\n");
   msg = messageOf([&] { reg.create("fails")->analyze(threeRecvs(), {}); });
   EXPECT_NE(msg.find("cannot handle this graph"), std::string::npos) << msg;
   EXPECT_NE(msg.find("inline"), std::string::npos) << msg;

@@ -46,8 +46,8 @@ extern "C" {
 enum tictac_op_kind { TICTAC_OP_RECV = 0, TICTAC_OP_COMPUTE = 1 };
 
 typedef struct tictac_op_v1 {
-  const char* name;       /* unique in the graph, NUL-terminated */
-  uint32_t kind;          /* enum tictac_op_kind */
+  const char* name; /* unique in the graph, NUL-terminated */
+  uint32_t kind;    /* enum tictac_op_kind */
   uint32_t num_inputs;
   const uint32_t* inputs; /* indices into tictac_graph_v1::ops */
   uint64_t bytes;         /* recv: transfer size */
@@ -73,8 +73,7 @@ typedef struct tictac_analyzer_options_v1 {
 typedef struct tictac_analyzer_v1 {
   const char* name; /* the --algo name, e.g. "smallest-first" */
   int (*analyze)(const tictac_graph_v1* graph, const tictac_analyzer_options_v1* options,
-                 uint32_t* priorities /* graph->num_ops entries */, char* error,
-                 size_t error_size);
+                 uint32_t* priorities /* graph->num_ops entries */, char* error, size_t error_size);
 } tictac_analyzer_v1;
 
 typedef struct tictac_analyzer_plugin_v1 {
