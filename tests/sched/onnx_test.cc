@@ -29,6 +29,8 @@ using ::testing::UnorderedElementsAre;
 
 const std::string kOnnxDir = std::string(TICTAC_SOURCE_ROOT) + "/tests/data/onnx/";
 
+#ifdef TICTAC_TEST_ONNX
+
 std::map<std::string, uint64_t> recvBytes(const Graph& g) {
   std::map<std::string, uint64_t> out;
   for (OpIndex r : g.recvs()) out[g.ops[r].name] = g.ops[r].bytes;
@@ -54,8 +56,6 @@ std::string writeTemp(const std::string& name, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   return path;
 }
-
-#ifdef TICTAC_TEST_ONNX
 
 // Element counts x 4 bytes (float32): conv 4x3x3x3 = 108, conv bias 4,
 // fc1 8x4 = 32 and 8, head 2x8 = 16 and 2; fc2's pair repeats fc1's sizes.
