@@ -232,7 +232,16 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
   std::vector<Clock::time_point> sent(iters);
   std::vector<double> half;
   uint64_t replies = 0, posted = 0, bulk_posted = 0, bulk_done = 0, bulk_bytes = 0;
-  bool measuring = true;
+  // Bulk bytes handed out by the scheduler during the urgent phase (chunk
+  // granularity; the window bounds what is not yet confirmed).
+  auto lo_bytes = [&] {
+    uint64_t b = 0;
+    for (auto& st : s.ctx[0]->priorityStats()) {
+      if (st.priority == lo_prio) b += st.bytes_sent;
+    }
+    return b;
+  };
+  uint64_t lo_start = lo_bytes();
   auto t0 = Clock::now();
   auto next_urgent = t0;
   while (replies < iters) {
@@ -249,17 +258,15 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
     }
     while (bulk_posted - bulk_done < 4) {
       auto op = s.ch->send({kBulk + bulk_posted, s.run, ""}, lbuf.data(), lbuf.size(), lo_prio,
-                           [&](const Status&) {
-                             bulk_done++;
-                             if (measuring) bulk_bytes += o.bulk;
-                           });
+                           [&](const Status&) { bulk_done++; });
       if (!op) break;
       bulk_posted++;
     }
     s.progress();
   }
-  measuring = false;
   double us = sinceUs(t0, Clock::now());
+  bulk_bytes = lo_bytes() - lo_start;
+  if (mode == kFifo) bulk_bytes -= std::min<uint64_t>(bulk_bytes, iters * size);  // urgent share
   uint64_t total = bulk_posted;
   uint64_t ack = 0;
   auto fin = s.ch->expect({kDone, s.run, ""}, nullptr, 0);
