@@ -26,6 +26,15 @@ constexpr uint64_t kMaxBytes = uint64_t{1} << 53;
 
 std::string got(const json& j) { return std::string(", got ") + j.type_name(); }
 
+// Error messages are built only on failure (graphs can have 100k ops).
+[[noreturn]] void fail(const std::string& op, const std::string& problem) {
+  throw InputError("op " + detail::quoted(op) + ": " + problem);
+}
+
+bool badName(std::string_view name) {
+  return name.empty() || name.find_first_of("\t\n\r") != std::string_view::npos;
+}
+
 json parseText(std::string_view text) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw InputError("not JSON: the input is empty");
@@ -49,88 +58,89 @@ json parseText(std::string_view text) {
   }
 }
 
-uint64_t parseBytes(const json& j, const std::string& where) {
+uint64_t parseBytes(const json& j, const std::string& op) {
   if (j.is_number_unsigned()) {
     const uint64_t v = j.get<uint64_t>();
     if (v > kMaxBytes) {
-      throw InputError(where + "bytes " + std::to_string(v) + " exceeds 2^53");
+      fail(op, "bytes " + std::to_string(v) + " exceeds 2^53");
     }
     return v;
   }
   if (j.is_number_integer()) {
-    throw InputError(where + "bytes must be >= 0, got " + std::to_string(j.get<int64_t>()));
+    fail(op, "bytes must be >= 0, got " + std::to_string(j.get<int64_t>()));
   }
   if (j.is_number_float()) {
     const double v = j.get<double>();
     if (!std::isfinite(v) || v != std::floor(v)) {
-      throw InputError(where + "bytes must be an integer, got " + j.dump());
+      fail(op, "bytes must be an integer, got " + j.dump());
     }
-    if (v < 0) throw InputError(where + "bytes must be >= 0, got " + j.dump());
+    if (v < 0) fail(op, "bytes must be >= 0, got " + j.dump());
     if (v > static_cast<double>(kMaxBytes)) {
-      throw InputError(where + "bytes " + j.dump() + " exceeds 2^53");
+      fail(op, "bytes " + j.dump() + " exceeds 2^53");
     }
     return static_cast<uint64_t>(v);
   }
-  throw InputError(where + "bytes must be an integer" + got(j));
+  fail(op, "bytes must be an integer" + got(j));
 }
 
-double parseTime(const json& j, const std::string& where) {
-  if (!j.is_number()) throw InputError(where + "time_us must be a number" + got(j));
+double parseTime(const json& j, const std::string& op) {
+  if (!j.is_number()) fail(op, "time_us must be a number" + got(j));
   const double v = j.get<double>();
-  if (std::isnan(v)) throw InputError(where + "time_us is NaN");
-  if (!std::isfinite(v)) throw InputError(where + "time_us is not finite: " + j.dump());
-  if (v < 0) throw InputError(where + "time_us must be >= 0, got " + j.dump());
+  if (std::isnan(v)) fail(op, "time_us is NaN");
+  if (!std::isfinite(v)) fail(op, "time_us is not finite: " + j.dump());
+  if (v < 0) fail(op, "time_us must be >= 0, got " + j.dump());
   return v;
 }
 
 // Parses op #idx; its input names go to `inputs` (resolved later, since an
 // input may name an op listed further down).
 Op parseOp(const json& j, size_t idx, std::vector<std::string>& inputs) {
-  const std::string at = "op #" + std::to_string(idx);
-  if (!j.is_object()) throw InputError(at + " is not an object" + got(j));
+  auto at = [idx] { return "op #" + std::to_string(idx); };
+  if (!j.is_object()) throw InputError(at() + " is not an object" + got(j));
   auto name = j.find("name");
-  if (name == j.end()) throw InputError(at + " has no \"name\"");
-  if (!name->is_string()) throw InputError(at + ": name must be a string" + got(*name));
+  if (name == j.end()) throw InputError(at() + " has no \"name\"");
+  if (!name->is_string()) throw InputError(at() + ": name must be a string" + got(*name));
   Op op;
   op.name = name->get<std::string>();
-  detail::checkName(op.name, at);
-  const std::string where = "op " + detail::quoted(op.name) + ": ";
+  if (badName(op.name)) detail::checkName(op.name, at());
 
   auto kind = j.find("kind");
-  if (kind == j.end()) throw InputError(where + "missing \"kind\"");
-  if (!kind->is_string()) throw InputError(where + "kind must be a string" + got(*kind));
+  if (kind == j.end()) fail(op.name, "missing \"kind\"");
+  if (!kind->is_string()) fail(op.name, "kind must be a string" + got(*kind));
   const std::string& k = kind->get_ref<const std::string&>();
   if (k == "recv") {
     op.kind = OpKind::kRecv;
   } else if (k == "compute") {
     op.kind = OpKind::kCompute;
   } else {
-    throw InputError(where + "unknown kind " + detail::quoted(k) +
+    fail(op.name, "unknown kind " + detail::quoted(k) +
                      " (expected \"recv\" or \"compute\")");
   }
 
   if (auto in = j.find("inputs"); in != j.end()) {
-    if (!in->is_array()) throw InputError(where + "inputs must be an array" + got(*in));
+    if (!in->is_array()) fail(op.name, "inputs must be an array" + got(*in));
     for (size_t i = 0; i < in->size(); ++i) {
       const json& e = (*in)[i];
       if (!e.is_string()) {
-        throw InputError(where + "inputs[" + std::to_string(i) + "] must be a string" + got(e));
+        fail(op.name, "inputs[" + std::to_string(i) + "] must be a string" + got(e));
       }
       inputs.push_back(e.get<std::string>());
-      detail::checkName(inputs.back(), where + "input");
+      if (badName(inputs.back())) {
+        detail::checkName(inputs.back(), "op " + detail::quoted(op.name) + ": input");
+      }
     }
     if (op.kind == OpKind::kRecv && !inputs.empty()) {
-      throw InputError(where + "a recv op must not have inputs");
+      fail(op.name, "a recv op must not have inputs");
     }
   }
 
   if (op.kind == OpKind::kRecv) {
     auto bytes = j.find("bytes");
-    if (bytes == j.end()) throw InputError(where + "a recv op needs \"bytes\"");
-    op.bytes = parseBytes(*bytes, where);
+    if (bytes == j.end()) fail(op.name, "a recv op needs \"bytes\"");
+    op.bytes = parseBytes(*bytes, op.name);
   }
   if (auto t = j.find("time_us"); t != j.end()) {
-    op.time_us = parseTime(*t, where);
+    op.time_us = parseTime(*t, op.name);
     op.has_time = true;
   }
   return op;

@@ -31,19 +31,19 @@ namespace {
 
 void checkOp(const Graph& g, size_t i) {
   const Op& op = g.ops[i];
-  detail::checkName(op.name, "op #" + std::to_string(i));
-  const std::string where = "op " + detail::quoted(op.name) + ": ";
+  // Messages are built only on failure: graphs can have 100k ops.
+  if (op.name.empty() || op.name.find_first_of("\t\n\r") != std::string::npos) {
+    detail::checkName(op.name, "op #" + std::to_string(i));
+  }
+  auto fail = [&op](const std::string& problem) {
+    throw InputError("op " + detail::quoted(op.name) + ": " + problem);
+  };
   if (!std::isfinite(op.time_us) || op.time_us < 0) {
-    throw InputError(where + "time_us must be a finite number >= 0, got " +
-                     std::to_string(op.time_us));
+    fail("time_us must be a finite number >= 0, got " + std::to_string(op.time_us));
   }
-  if (op.kind == OpKind::kRecv && !op.inputs.empty()) {
-    throw InputError(where + "a recv op must not have inputs");
-  }
+  if (op.kind == OpKind::kRecv && !op.inputs.empty()) fail("a recv op must not have inputs");
   for (OpIndex in : op.inputs) {
-    if (in >= g.ops.size()) {
-      throw InputError(where + "input index " + std::to_string(in) + " out of range");
-    }
+    if (in >= g.ops.size()) fail("input index " + std::to_string(in) + " out of range");
   }
 }
 
