@@ -62,8 +62,8 @@ class PluginAnalyzer final : public Analyzer {
 
 }  // namespace
 
-void registerPluginTable(AnalyzerRegistry& reg, const void* table, std::shared_ptr<void> library,
-                         const std::string& origin) {
+void registerPluginTable(AnalyzerRegistry& reg, const void* table,
+                         const std::shared_ptr<void>& library, const std::string& origin) {
   const std::string where = "plugin " + origin + ": ";
   if (!table) throw std::runtime_error(where + "entry point returned no table");
   uint32_t version = 0;
@@ -107,7 +107,7 @@ void AnalyzerRegistry::loadPlugin(const std::string& path) {
                              ": no entry point " TICTAC_ANALYZER_ENTRY_POINT
                              " (is it a tictac analyzer plugin?)");
   auto entry = reinterpret_cast<tictac_analyzer_plugin_fn>(sym);
-  analyzers::registerPluginTable(*this, entry(), std::move(library), path);
+  analyzers::registerPluginTable(*this, entry(), library, path);
 }
 
 }  // namespace tictac::sched

@@ -16,7 +16,7 @@ namespace tictac::sched::analyzers {
 // a table that lives in this program); `origin` names the library in errors.
 // Throws std::runtime_error naming `origin` and the problem (null table, ABI
 // version mismatch, no analyzers, an analyzer without name or function).
-void registerPluginTable(AnalyzerRegistry& reg, const void* table, std::shared_ptr<void> library,
-                         const std::string& origin);
+void registerPluginTable(AnalyzerRegistry& reg, const void* table,
+                         const std::shared_ptr<void>& library, const std::string& origin);
 
 }  // namespace tictac::sched::analyzers

@@ -39,6 +39,9 @@
 extern "C" {
 #endif
 
+/* C ABI: snake_case names like other C interfaces (UCX, verbs). */
+/* NOLINTBEGIN(readability-identifier-naming) */
+
 #define TICTAC_ANALYZER_ABI_VERSION 1u
 #define TICTAC_ANALYZER_ENTRY_POINT "tictac_analyzer_plugin"
 #define TICTAC_PRIORITY_UNSET 0xffffffffu
@@ -86,6 +89,8 @@ typedef const tictac_analyzer_plugin_v1* (*tictac_analyzer_plugin_fn)(void);
 
 /* The entry point a plugin defines (with default visibility). */
 const tictac_analyzer_plugin_v1* tictac_analyzer_plugin(void);
+
+/* NOLINTEND(readability-identifier-naming) */
 
 #ifdef __cplusplus
 }
