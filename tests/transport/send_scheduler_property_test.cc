@@ -1,5 +1,5 @@
 // Randomized property test of SendScheduler: random enqueue / next / ack /
-// cancel / failPeer sequences checked step by step against a simple reference
+// cancel / drop / failPeer sequences checked step by step against a simple reference
 // model (a linear scan for the most urgent, oldest op with unsent bytes).
 #include <gtest/gtest.h>
 
@@ -75,6 +75,14 @@ class Model {
     if (it == ops_.end() || !it->second.queued) return false;
     it->second.queued = false;
     settle(it);
+    return true;
+  }
+
+  bool drop(uint64_t id) {
+    auto it = ops_.find(id);
+    if (it == ops_.end()) return false;
+    in_flight_ -= it->second.in_flight;
+    ops_.erase(it);
     return true;
   }
 
@@ -156,9 +164,12 @@ TEST_P(SchedulerProperty, MatchesReferenceModel) {
       size_t len = rng() % 2 ? max_len : 1 + rng() % max_len;
       s.ack(id, len);
       m.ack(id, len);
-    } else if (action < 98) {
+    } else if (action < 96) {
       uint64_t id = 1 + rng() % next_id;
       ASSERT_EQ(s.cancel(id), m.cancel(id));
+    } else if (action < 98) {
+      uint64_t id = 1 + rng() % next_id;
+      ASSERT_EQ(s.drop(id), m.drop(id));
     } else {
       uint64_t peer = rng() % 3;
       std::vector<uint64_t> dropped;

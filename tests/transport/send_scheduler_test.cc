@@ -185,6 +185,22 @@ TEST(SendScheduler, CancelMidOp) {
   enqueueOk(s, 1, 0, 10);  // the id is free again
 }
 
+TEST(SendScheduler, DropReturnsTheCreditOfAnOpThatWillNeverBeAcked) {
+  SendScheduler s(opts(100, 200));
+  enqueueOk(s, 1, 0, 1000);
+  enqueueOk(s, 2, 1, 100);
+  ASSERT_TRUE(s.next(kT0) && s.next(kT0));
+  EXPECT_FALSE(s.next(kT0).has_value());  // window full of op 1
+  EXPECT_TRUE(s.drop(1));
+  EXPECT_EQ(s.inFlightBytes(), 0u);
+  EXPECT_EQ(s.queuedOps(), 1u);
+  EXPECT_FALSE(s.drop(1));
+  s.ack(1, 100);  // a late ack changes nothing
+  EXPECT_EQ(drainAcking(s), (std::vector<uint64_t>{2}));
+  EXPECT_FALSE(s.drop(2));  // finished
+  EXPECT_EQ(s.knownOps(), 0u);
+}
+
 TEST(SendScheduler, FailPeerDropsQueuedAndInFlightOps) {
   SendScheduler s(opts(100, 1000));
   enqueueOk(s, 1, 0, 300, /*peer=*/7);

@@ -115,6 +115,16 @@ bool SendScheduler::cancel(uint64_t op_id) {
   return true;
 }
 
+bool SendScheduler::drop(uint64_t op_id) {
+  uint32_t slot = op_index_.find(op_id);
+  if (slot == IntMap<uint64_t>::kNone) return false;
+  Op& op = ops_[slot];
+  if (op.queued) lanes_.remove_if(op.priority, [slot](uint32_t s) { return s == slot; });
+  in_flight_ -= op.in_flight;
+  forget(slot);
+  return true;
+}
+
 void SendScheduler::failPeer(uint64_t peer, std::vector<uint64_t>* dropped_ops) {
   lanes_.remove_if([this, peer](uint32_t s) { return ops_[s].peer == peer; });
   for (uint32_t slot = 0; slot < ops_.size(); ++slot) {

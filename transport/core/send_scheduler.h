@@ -123,6 +123,12 @@ class SendScheduler {
   // bytes left (all chunks handed out: it can no longer be stopped here).
   bool cancel(uint64_t op_id);
 
+  // Forgets the op entirely: drops its unsent chunks and returns the credit
+  // of its chunks in flight. For an op whose remaining acks will never come
+  // (it failed, the receiver rejected it); without this its credit would stay
+  // taken. Calling it for an op already finished is harmless (returns false).
+  bool drop(uint64_t op_id);
+
   // Forgets every op of `peer` (queued or awaiting acks) and returns the window
   // credit of its chunks in flight (their acks will never come). The ids are
   // appended to *dropped_ops if given, in no particular order.
