@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace tictac::sched::analyzers {
 
 namespace {
 constexpr uint32_t kNone = 0xffffffffu;
+constexpr size_t kMaxBitsetBytes = size_t{2} << 30;  // 2 GiB of dependency sets
 
 uint64_t hashWords(const std::vector<Word>& w) {
   uint64_t h = 0x84222325cbf29ce4ull;
@@ -71,6 +73,10 @@ uint32_t DepSets::intern(const std::vector<Word>& set) {
   auto [lo, hi] = index_.equal_range(h);
   for (auto it = lo; it != hi; ++it)
     if (std::memcmp(bits(it->second), set.data(), words_ * sizeof(Word)) == 0) return it->second;
+  if ((groups_.size() + 1) * words_ * sizeof(Word) > kMaxBitsetBytes)
+    throw InputError("graph too large to analyze: " + std::to_string(groups_.size() + 1) +
+                     " distinct dependency sets over " + std::to_string(recvs_) +
+                     " recvs need more than " + std::to_string(kMaxBitsetBytes >> 20) + " MiB");
   const uint32_t id = static_cast<uint32_t>(groups_.size());
   Group grp;
   grp.first_word = static_cast<uint32_t>(words_);

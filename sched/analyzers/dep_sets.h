@@ -7,7 +7,8 @@
 // times. Only distinct sets are stored: memory is groups x R/8 bytes (a chain
 // where every ~10 ops add a parameter has about R groups, nested). Sets are
 // interned through a hash of their words; ops whose inputs all share one set
-// reuse it without hashing.
+// reuse it without hashing. More than 2 GiB of sets is refused (InputError)
+// rather than risking the machine.
 #pragma once
 
 #include <bit>
