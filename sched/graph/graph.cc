@@ -1,10 +1,11 @@
 // sched/graph/graph.cc: Graph queries and the topological order (Kahn).
+#include "tictac/sched/graph.h"
+
 #include <algorithm>
 #include <functional>
 #include <queue>
 
 #include "sched/graph/graph_internal.h"
-#include "tictac/sched/graph.h"
 
 namespace tictac::sched {
 
@@ -27,8 +28,8 @@ std::vector<OpIndex> Graph::topoOrder() const {
   for (const Op& op : ops) {
     for (OpIndex in : op.inputs) {
       if (in >= ops.size()) {
-        throw InputError("op " + detail::quoted(op.name) + ": input index " +
-                         std::to_string(in) + " out of range");
+        throw InputError("op " + detail::quoted(op.name) + ": input index " + std::to_string(in) +
+                         " out of range");
       }
     }
   }

@@ -8,9 +8,8 @@
 // Difference from the reference implementation (xldrx/tictac): a compute op
 // without "time_us" counts 0 us here; the reference assumed 1 ms.
 #include <cmath>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "sched/graph/graph_internal.h"
 #include "tictac/sched/graph.h"
@@ -24,7 +23,9 @@ using nlohmann::json;
 // trip through a JSON reader that uses doubles.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 53;
 
-std::string got(const json& j) { return std::string(", got ") + j.type_name(); }
+std::string got(const json& j) {
+  return std::string(", got ") + j.type_name();
+}
 
 // Error messages are built only on failure (graphs can have 100k ops).
 [[noreturn]] void fail(const std::string& op, const std::string& problem) {
@@ -113,8 +114,7 @@ Op parseOp(const json& j, size_t idx, std::vector<std::string>& inputs) {
   } else if (k == "compute") {
     op.kind = OpKind::kCompute;
   } else {
-    fail(op.name, "unknown kind " + detail::quoted(k) +
-                     " (expected \"recv\" or \"compute\")");
+    fail(op.name, "unknown kind " + detail::quoted(k) + " (expected \"recv\" or \"compute\")");
   }
 
   if (auto in = j.find("inputs"); in != j.end()) {
@@ -224,8 +224,8 @@ Graph parseGraphJson(std::string_view text, std::vector<std::string>* warnings) 
 
   std::vector<std::string> removed = prune(g);
   if (g.recvs().empty()) {
-    throw InputError("no recv op that an output depends on (the " +
-                     std::to_string(removed.size()) + " ignored ops include every recv)");
+    throw InputError("no recv op that an output depends on (the " + std::to_string(removed.size()) +
+                     " ignored ops include every recv)");
   }
   if (warnings != nullptr && !removed.empty()) {
     warnings->push_back(detail::prunedWarning(removed));

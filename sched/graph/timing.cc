@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "sched/graph/graph_internal.h"
 
@@ -40,8 +39,8 @@ json parseTrace(std::string_view text) {
     // allows it, for traces of processes that died while writing).
     if (text[first] == '[' && e.byte >= text.size()) {
       std::string fixed(text);
-      while (!fixed.empty() && std::string_view(" \t\r\n,").find(fixed.back()) !=
-                                   std::string_view::npos) {
+      while (!fixed.empty() &&
+             std::string_view(" \t\r\n,").find(fixed.back()) != std::string_view::npos) {
         fixed.pop_back();
       }
       fixed += ']';
@@ -70,7 +69,8 @@ const json& eventList(const json& doc) {
     return *it;
   }
   throw InputError(std::string("timing trace: top level must be an array of events or an "
-                               "object with \"traceEvents\", got ") + doc.type_name());
+                               "object with \"traceEvents\", got ") +
+                   doc.type_name());
 }
 
 double number(const json& ev, const char* key, const std::string& at) {

@@ -1,9 +1,8 @@
 // sched/graph/validate.cc: structural checks of a Graph (names, indices,
 // times, outputs, recvs, cycles) shared by every loader.
 #include <cmath>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "sched/graph/graph_internal.h"
 #include "tictac/sched/graph.h"

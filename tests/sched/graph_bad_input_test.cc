@@ -32,7 +32,9 @@ void expectRejected(const std::string& text, std::initializer_list<std::string_v
   }
 }
 
-TEST(GraphBadInput, BaselineIsAccepted) { EXPECT_NO_THROW(parseGraphJson(withOps(""))); }
+TEST(GraphBadInput, BaselineIsAccepted) {
+  EXPECT_NO_THROW(parseGraphJson(withOps("")));
+}
 
 TEST(GraphBadInput, NotJson) {
   expectRejected("this is not json", {"not JSON"});
@@ -126,8 +128,7 @@ TEST(GraphBadInput, BadTime) {
   expectRejected(withOps(R"({"name": "t", "kind": "compute", "time_us": 1e400})"),
                  {"not JSON", "1e400"});
   // JSON has no NaN literal: a bare NaN is not JSON at all.
-  expectRejected(withOps(R"({"name": "t", "kind": "compute", "time_us": NaN})"),
-                 {"not JSON"});
+  expectRejected(withOps(R"({"name": "t", "kind": "compute", "time_us": NaN})"), {"not JSON"});
 }
 
 TEST(GraphBadInput, EmptyOutputs) {

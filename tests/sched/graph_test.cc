@@ -1,4 +1,6 @@
 // Unit tests of the Graph model and the JSON interchange format (good input).
+#include "tictac/sched/graph.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -6,8 +8,6 @@
 #include <limits>
 #include <string>
 #include <vector>
-
-#include "tictac/sched/graph.h"
 
 namespace tictac::sched {
 namespace {
@@ -180,8 +180,8 @@ TEST(GraphDeep, HundredThousandOpChain) {
   Graph g;
   g.ops.push_back(makeOp("w", OpKind::kRecv, 8));
   for (int i = 1; i <= kN; ++i) {
-    g.ops.push_back(makeOp("c" + std::to_string(i), OpKind::kCompute, 0, 1.0,
-                           {static_cast<OpIndex>(i - 1)}));
+    g.ops.push_back(
+        makeOp("c" + std::to_string(i), OpKind::kCompute, 0, 1.0, {static_cast<OpIndex>(i - 1)}));
   }
   g.ops.push_back(makeOp("dead", OpKind::kCompute, 0, 0, {0}));
   g.outputs = {static_cast<OpIndex>(kN)};

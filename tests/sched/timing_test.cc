@@ -1,11 +1,12 @@
 // Unit tests of the Chrome trace-event timing loader (tictac/sched/timing.h).
+#include "tictac/sched/timing.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tictac/sched/graph.h"
-#include "tictac/sched/timing.h"
 
 namespace tictac::sched {
 namespace {
@@ -15,7 +16,9 @@ using ::testing::HasSubstr;
 
 const std::string kDataDir = std::string(TICTAC_SOURCE_ROOT) + "/tests/data/graphs/";
 
-Graph tiny() { return loadGraph(kDataDir + "tiny.json"); }
+Graph tiny() {
+  return loadGraph(kDataDir + "tiny.json");
+}
 
 std::string x(const std::string& name, double ts, double dur, int tid = 1) {
   return R"({"name": ")" + name + R"(", "ph": "X", "pid": 7, "tid": )" + std::to_string(tid) +
@@ -40,9 +43,9 @@ TEST(Timing, ArrayFormFromFile) {
 
 TEST(Timing, ObjectFormAndRecvTimes) {
   Graph g = tiny();
-  TimingStats s = applyTimingTrace(
-      g, R"({"displayTimeUnit": "ms", "traceEvents": [)" + x("conv1.weight", 0, 12.5) + ", " +
-             x("x", 20, 3) + R"(, {"name": "x", "ph": "B", "ts": 1}]})");
+  TimingStats s = applyTimingTrace(g, R"({"displayTimeUnit": "ms", "traceEvents": [)" +
+                                          x("conv1.weight", 0, 12.5) + ", " + x("x", 20, 3) +
+                                          R"(, {"name": "x", "ph": "B", "ts": 1}]})");
   EXPECT_DOUBLE_EQ(g.ops[0].time_us, 12.5);
   EXPECT_TRUE(g.ops[0].has_time);
   EXPECT_DOUBLE_EQ(g.ops[1].time_us, 3.0);
@@ -53,8 +56,8 @@ TEST(Timing, ObjectFormAndRecvTimes) {
 
 TEST(Timing, RepeatsAreSummed) {
   Graph g = tiny();
-  TimingStats s = applyTimingTrace(g, "[" + x("fc", 0, 10) + "," + x("fc", 100, 12) + "," +
-                                          x("fc", 50, 5, /*tid=*/2) + "]");
+  TimingStats s = applyTimingTrace(
+      g, "[" + x("fc", 0, 10) + "," + x("fc", 100, 12) + "," + x("fc", 50, 5, /*tid=*/2) + "]");
   EXPECT_DOUBLE_EQ(g.ops[3].time_us, 27.0);
   EXPECT_EQ(s.matched_ops, 1u);
   EXPECT_EQ(s.events_used, 3u);
@@ -64,8 +67,8 @@ TEST(Timing, NestedEventsAreNotAddedToParents) {
   Graph g = tiny();
   // conv1 [0, 100) holds fc [10, 30) and x [30, 40) on the same thread. Each
   // keeps its own dur: conv1 100 (not 100 + 20 + 10), fc 20, x 10.
-  applyTimingTrace(g, "[" + x("x", 30, 10) + "," + x("conv1", 0, 100) + "," + x("fc", 10, 20) +
-                          "]");
+  applyTimingTrace(g,
+                   "[" + x("x", 30, 10) + "," + x("conv1", 0, 100) + "," + x("fc", 10, 20) + "]");
   EXPECT_DOUBLE_EQ(g.ops[2].time_us, 100.0);
   EXPECT_DOUBLE_EQ(g.ops[3].time_us, 20.0);
   EXPECT_DOUBLE_EQ(g.ops[1].time_us, 10.0);
