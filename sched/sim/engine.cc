@@ -254,6 +254,9 @@ void Engine::loop() {
 
 void Engine::run() {
   validateSimOptions(o_);
+  if (uint64_t{W_} * g_.ops.size() > 50000000) {
+    throw InputError("simulator: workers x ops must be <= 50000000 (per-worker state)");
+  }
   buildStatic();
   shardParams();
   if (fixed_ != nullptr) computeRank(*fixed_, fixed_rank_);

@@ -44,8 +44,11 @@ void validateSimOptions(const SimOptions& o) {
   if (o.runs == 0 || o.runs > 10000000) {
     throw InputError("simulator option runs must be in 1..10000000");
   }
-  if (uint64_t{o.workers} * o.runs > 50000000) {
-    throw InputError("simulator options workers x runs must be <= 50000000");
+  if (uint64_t{o.workers} * o.runs > 10000000) {
+    throw InputError("simulator options workers x runs must be <= 10000000");
+  }
+  if (uint64_t{o.workers} * o.ps > 10000000) {
+    throw InputError("simulator options workers x ps must be <= 10000000");
   }
 }
 

@@ -62,7 +62,8 @@ struct SimOptions {
 };
 
 // Throws InputError naming the bad field (non-positive bandwidth, negative or
-// NaN latency/scale/factor, zero workers/ps/runs).
+// NaN latency/scale/factor, zero workers/ps/runs, or sizes whose state would
+// not fit in memory: workers x ps > 10^7, workers x runs > 10^7).
 void validateSimOptions(const SimOptions& o);
 
 // Transfer time of `bytes` under the options (us), latency included.
@@ -83,7 +84,8 @@ PriorityVector priorityVector(const Graph& g, const Schedule& s);
 PriorityVector parseOrderTsv(const Graph& g, std::string_view text);
 
 // The order of worker `w` in iteration `k`. Called once per (w, k), from the
-// calling thread, before the simulation runs.
+// thread that called simulate(), while it runs (lazily, when the first
+// transfer of that iteration to that worker is queued).
 using OrderSource = std::function<PriorityVector(uint32_t worker, uint32_t iteration)>;
 
 struct Percentiles {
@@ -121,8 +123,8 @@ struct SimResult {
   std::vector<TraceSpan> trace; // when SimOptions::record_trace
 };
 
-// Runs the simulation. Throws InputError for bad options or an order vector
-// of the wrong size. O((ops + transfers) log n) per worker and iteration.
+// Runs the simulation. Throws InputError for bad options, an order vector of
+// the wrong size, or workers x ops > 5 x 10^7 (per-worker state). O((ops + transfers) log n) per worker and iteration.
 SimResult simulate(const Graph& g, const OrderSource& order, const SimOptions& o);
 // Same order for every worker and iteration.
 SimResult simulate(const Graph& g, const PriorityVector& order, const SimOptions& o);
