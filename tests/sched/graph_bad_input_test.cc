@@ -69,6 +69,17 @@ TEST(GraphBadInput, CycleWithoutAnySink) {
                  {"cycle", "\"a\"", "\"b\""});
 }
 
+TEST(GraphBadInput, LongCycleIsFoundWithoutRecursion) {
+  // c0 reads c99999, every other ci reads c(i-1): one 100k-op cycle.
+  std::string ops;
+  constexpr int kN = 100000;
+  for (int i = 0; i < kN; ++i) {
+    ops += R"(, {"name": "c)" + std::to_string(i) + R"(", "kind": "compute", "inputs": ["c)" +
+           std::to_string(i == 0 ? kN - 1 : i - 1) + "\"]}";
+  }
+  expectRejected(withOps(ops.substr(2)), {"cycle", "\"c0\" -> \"c1\"", "(99980 more)"});
+}
+
 TEST(GraphBadInput, UnknownInput) {
   expectRejected(withOps(R"({"name": "d", "kind": "compute", "inputs": ["c", "ghost"]})"),
                  {"\"d\"", "unknown input", "\"ghost\""});
