@@ -1,7 +1,9 @@
 // Verbs backend: setup, QP creation and connection, peer teardown.
 #include "transport/verbs/backend.h"
 
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -22,13 +24,22 @@ struct LastBlob {
 };
 thread_local LastBlob t_last;
 
+// A numeric option: BackendOptions::config[key], else TICTAC_VERBS_<KEY>.
 Status parseU32(const BackendOptions& o, const char* key, uint32_t lo, uint32_t hi, uint32_t* out) {
-  auto it = o.config.find(key);
-  if (it == o.config.end()) return Status::ok();
+  std::string text;
+  if (auto it = o.config.find(key); it != o.config.end()) {
+    text = it->second;
+  } else {
+    std::string env = "TICTAC_VERBS_";
+    for (const char* k = key; *k; ++k) env += static_cast<char>(std::toupper(*k));
+    const char* e = std::getenv(env.c_str());
+    if (e == nullptr) return Status::ok();
+    text = e;
+  }
   char* end = nullptr;
-  unsigned long v = std::strtoul(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end != '\0' || v < lo || v > hi) {
-    return {StatusCode::kInvalidArgument, std::string("verbs ") + key + " '" + it->second +
+  unsigned long v = std::strtoul(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < lo || v > hi) {
+    return {StatusCode::kInvalidArgument, std::string("verbs ") + key + " '" + text +
                                               "' must be in " + std::to_string(lo) + ".." +
                                               std::to_string(hi)};
   }
@@ -51,7 +62,9 @@ Status VerbsBackend::init(const BackendOptions& options) {
                    parseU32(options, "sq_depth", 8, 16384, &tune_.sq_depth),
                    parseU32(options, "rq_depth", 8, 16384, &tune_.rq_depth),
                    parseU32(options, "traffic_class", 0, 255, &tc),
-                   parseU32(options, "sl", 0, 15, &sl)}) {
+                   parseU32(options, "sl", 0, 15, &sl),
+                   parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
+                   parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us)}) {
     if (!s) return s;
   }
   tune_.traffic_class = static_cast<uint8_t>(tc);

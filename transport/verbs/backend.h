@@ -28,10 +28,12 @@ namespace tictac::transport::verbs {
 
 struct Tuning {
   uint32_t recv_bytes = 8192;  // receive buffer = largest SEND message
-  uint32_t sq_depth = 128;
-  uint32_t rq_depth = 128;
+  uint32_t sq_depth = 256;
+  uint32_t rq_depth = 512;  // a peer's RTSs and WRITE-WITH-IMMs each take one; RNR costs a jiffy
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
+  uint32_t idle_spins = 64;      // idle progress() calls before one blocks
+  uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
 };
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
@@ -163,6 +165,7 @@ class VerbsBackend final : public Backend {
   uint32_t max_inline_ = 0;
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
+  uint32_t idle_ = 0;  // consecutive progress() calls without work
   bool armed_ = false;
 };
 

@@ -14,8 +14,14 @@
 //                IPv4-mapped RoCE v2 GID; `address` picks a specific IPv4)
 //   address      IPv4 address whose RoCE v2 GID to use (e.g. 127.0.0.1)
 //   eager_bytes  size of a receive buffer = largest SEND message (8192)
-//   sq_depth, rq_depth  work requests per QP (128, 128)
+//   sq_depth, rq_depth  work requests per QP (256, 512)
 //   traffic_class, sl   GRH traffic class (DSCP << 2) and service level (0)
+//   idle_spins, idle_block_us  after this many progress() calls that found
+//                nothing (64), the next one sleeps on the completion channel
+//                for at most this long (1000 us; 0 = always spin): two busy
+//                pollers starve rxe, which does its work in the kernel
+// Every numeric key may also come from TICTAC_VERBS_<KEY> (e.g.
+// TICTAC_VERBS_IDLE_SPINS); BackendOptions::config wins.
 // No device: kNoDevice with the reason. Never initializes UCX.
 #pragma once
 

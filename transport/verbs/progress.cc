@@ -1,5 +1,6 @@
 // Verbs backend: completions, incoming messages, wake-up (progress context).
 #include <arpa/inet.h>
+#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
@@ -41,6 +42,14 @@ unsigned VerbsBackend::drainChannel() {
 
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
+  if (tune_.idle_block_us > 0 && idle_ >= tune_.idle_spins) {
+    idle_ = 0;
+    if (arm()) {  // nothing pending: sleep on the CQ channel instead of spinning
+      pollfd p{dev_->channel->fd, POLLIN, 0};
+      timespec ts{tune_.idle_block_us / 1000000, (tune_.idle_block_us % 1000000) * 1000L};
+      ::ppoll(&p, 1, &ts, nullptr);
+    }
+  }
   if (armed_) {
     drainChannel();
     armed_ = false;
@@ -83,6 +92,7 @@ unsigned VerbsBackend::progress() {
       ++it;
     }
   }
+  idle_ = n == 0 ? idle_ + 1 : 0;
   return n;
 }
 
