@@ -27,7 +27,8 @@ using namespace tictac::sched;
 const Graph& chain(int64_t n) {
   static std::map<int64_t, std::unique_ptr<Graph>> cache;
   auto& g = cache[n];
-  if (!g) g = std::make_unique<Graph>(tictac::bench::chainWithSkips(static_cast<uint32_t>(n), 10, 42));
+  if (!g)
+    g = std::make_unique<Graph>(tictac::bench::chainWithSkips(static_cast<uint32_t>(n), 10, 42));
   return *g;
 }
 
@@ -49,7 +50,8 @@ void analyze(benchmark::State& st, const Graph& g, const char* algo) {
 }
 
 void sim(benchmark::State& st, const Graph& g, SimOptions o) {
-  PriorityVector pv = priorityVector(g, AnalyzerRegistry::withBuiltins().create("tac")->analyze(g, {}));
+  PriorityVector pv =
+      priorityVector(g, AnalyzerRegistry::withBuiltins().create("tac")->analyze(g, {}));
   double makespan = 0;
   for (auto _ : st) {
     SimResult r = simulate(g, pv, o);
@@ -69,15 +71,31 @@ SimOptions training(uint32_t workers, uint32_t ps, uint32_t runs) {
   return o;
 }
 
-void BM_TacChain(benchmark::State& st) { analyze(st, chain(st.range(0)), "tac"); }
-void BM_TicChain(benchmark::State& st) { analyze(st, chain(st.range(0)), "tic"); }
-void BM_SimChain(benchmark::State& st) { sim(st, chain(st.range(0)), SimOptions{}); }
-void BM_SimChainTraining(benchmark::State& st) { sim(st, chain(st.range(0)), training(1, 1, 1)); }
-void BM_TacDense(benchmark::State& st) { analyze(st, densenet(), "tac"); }
-void BM_TicDense(benchmark::State& st) { analyze(st, densenet(), "tic"); }
-void BM_SimDense(benchmark::State& st) { sim(st, densenet(), SimOptions{}); }
+void BM_TacChain(benchmark::State& st) {
+  analyze(st, chain(st.range(0)), "tac");
+}
+void BM_TicChain(benchmark::State& st) {
+  analyze(st, chain(st.range(0)), "tic");
+}
+void BM_SimChain(benchmark::State& st) {
+  sim(st, chain(st.range(0)), SimOptions{});
+}
+void BM_SimChainTraining(benchmark::State& st) {
+  sim(st, chain(st.range(0)), training(1, 1, 1));
+}
+void BM_TacDense(benchmark::State& st) {
+  analyze(st, densenet(), "tac");
+}
+void BM_TicDense(benchmark::State& st) {
+  analyze(st, densenet(), "tic");
+}
+void BM_SimDense(benchmark::State& st) {
+  sim(st, densenet(), SimOptions{});
+}
 // 8 workers, 2 PS, 10 pipelined training iterations.
-void BM_SimDenseTraining8x2x10(benchmark::State& st) { sim(st, densenet(), training(8, 2, 10)); }
+void BM_SimDenseTraining8x2x10(benchmark::State& st) {
+  sim(st, densenet(), training(8, 2, 10));
+}
 
 #define SIZES ->Arg(1000)->Arg(3000)->Arg(10000)->Arg(20000)->Arg(30000)->Arg(100000)
 BENCHMARK(BM_TacChain) SIZES->Unit(benchmark::kMillisecond);
@@ -91,8 +109,9 @@ BENCHMARK(BM_SimDenseTraining8x2x10)->Unit(benchmark::kMillisecond);
 
 // Writes densenet121-like.json and chain20000.json (for bench/reference_tac.py).
 int writeGraphs(const std::string& dir) {
-  for (const auto& [name, g] : {std::pair<std::string, const Graph*>{"densenet121-like", &densenet()},
-                                {"chain20000", &chain(20000)}}) {
+  for (const auto& [name, g] :
+       {std::pair<std::string, const Graph*>{"densenet121-like", &densenet()},
+        {"chain20000", &chain(20000)}}) {
     std::ofstream f(dir + "/" + name + ".json");
     f << toJson(*g);
     f.close();

@@ -78,8 +78,11 @@ std::string render(const Args& a, const std::string& order_name, const SimResult
     for (const auto& [k, v] : metrics(r)) out += k + "\t" + num(v) + "\n";
     return out;
   }
-  nlohmann::json j = {{"order", order_name}, {"mode", a.mode},  {"workers", a.sim.workers},
-                      {"ps", a.sim.ps},      {"runs", a.sim.runs}};
+  nlohmann::json j = {{"order", order_name},
+                      {"mode", a.mode},
+                      {"workers", a.sim.workers},
+                      {"ps", a.sim.ps},
+                      {"runs", a.sim.runs}};
   for (const auto& [k, v] : metrics(r)) {
     size_t dot = k.find('.');
     if (dot == std::string::npos) {
@@ -96,9 +99,8 @@ std::string render(const Args& a, const std::string& order_name, const SimResult
 void summary(const Args& a, const Graph& g, const std::string& order_name, const SimResult& r) {
   std::ostringstream s;
   s << "tictac-sim: " << g.name << ": " << g.ops.size() << " ops, " << g.recvs().size()
-    << " recvs; order " << order_name << ", " << a.mode << ", " << a.sim.workers
-    << " worker(s), " << a.sim.ps << " PS, " << a.sim.runs << " run(s), "
-    << num(a.sim.bandwidth_gbps) << " Gbit/s\n";
+    << " recvs; order " << order_name << ", " << a.mode << ", " << a.sim.workers << " worker(s), "
+    << a.sim.ps << " PS, " << a.sim.runs << " run(s), " << num(a.sim.bandwidth_gbps) << " Gbit/s\n";
   auto row = [&](const char* k, const std::string& v) {
     s << "  " << k << std::string(26 - std::string(k).size(), ' ') << v << "\n";
   };
@@ -109,8 +111,8 @@ void summary(const Args& a, const Graph& g, const std::string& order_name, const
   row("bounds [lower, M+P]", "[" + num(r.lower_bound_us) + ", " + num(r.upper_bound_us) + "] us");
   row("efficiency", num(r.efficiency) + " (with critical path: " + num(r.efficiency_cp) + ")");
   row("headroom S", num(r.headroom));
-  row("iteration mean/p50/p99", num(r.iteration_us.mean) + " / " + num(r.iteration_us.p50) +
-                                    " / " + num(r.iteration_us.p99) + " us");
+  row("iteration mean/p50/p99", num(r.iteration_us.mean) + " / " + num(r.iteration_us.p50) + " / " +
+                                    num(r.iteration_us.p99) + " us");
   row("straggler mean/p99", num(r.straggler_us.mean) + " / " + num(r.straggler_us.p99) + " us");
   std::cerr << s.str();
 }
@@ -158,8 +160,8 @@ int run(Args& a) {
     } else {
       std::string known;
       for (const auto& n : reg.names()) known += (known.empty() ? "" : ", ") + n;
-      std::cerr << "tictac-sim: --order " << a.order
-                << ": neither a known algorithm (" << known << ") nor a readable file\n";
+      std::cerr << "tictac-sim: --order " << a.order << ": neither a known algorithm (" << known
+                << ") nor a readable file\n";
       return 2;
     }
     if (!a.trace.empty()) {

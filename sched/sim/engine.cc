@@ -10,8 +10,15 @@ namespace tictac::sched::simdetail {
 
 Engine::Engine(const Graph& g, const OrderSource* order, const PriorityVector* fixed,
                const SimOptions& o, SimResult& out)
-    : g_(g), order_(order), fixed_(fixed), o_(o), out_(out), W_(o.workers), N_(o.ps),
-      R_(0), training_(o.mode == SimMode::kTraining) {}
+    : g_(g),
+      order_(order),
+      fixed_(fixed),
+      o_(o),
+      out_(out),
+      W_(o.workers),
+      N_(o.ps),
+      R_(0),
+      training_(o.mode == SimMode::kTraining) {}
 
 void Engine::buildStatic() {
   const size_t n = g_.ops.size();

@@ -17,8 +17,8 @@ namespace tictac::sched::simdetail {
 
 class Engine {
  public:
-  Engine(const Graph& g, const OrderSource* order, const PriorityVector* fixed,
-         const SimOptions& o, SimResult& out);
+  Engine(const Graph& g, const OrderSource* order, const PriorityVector* fixed, const SimOptions& o,
+         SimResult& out);
   // Runs every iteration and fills out's samples, counters, shard and trace.
   void run();
 
@@ -92,14 +92,14 @@ class Engine {
   bool training_;
 
   // Static graph data.
-  std::vector<OpIndex> recvs_;         // slot -> op
-  std::vector<uint32_t> slot_of_;      // op -> slot (UINT32_MAX if compute)
-  std::vector<uint32_t> name_rank_;    // slot -> rank of its name
+  std::vector<OpIndex> recvs_;               // slot -> op
+  std::vector<uint32_t> slot_of_;            // op -> slot (UINT32_MAX if compute)
+  std::vector<uint32_t> name_rank_;          // slot -> rank of its name
   std::vector<uint32_t> cons_start_, cons_;  // consumers (CSR, duplicates kept)
-  std::vector<double> fwd_time_;       // per op (compute, scaled)
+  std::vector<double> fwd_time_;             // per op (compute, scaled)
   std::vector<OpIndex> bwd_seq_;
   std::vector<uint32_t> grads_start_, grads_;  // per backward position + 1 (CSR); 0 = at start
-  std::vector<uint32_t> shard_;        // slot -> PS
+  std::vector<uint32_t> shard_;                // slot -> PS
   std::vector<uint32_t> fixed_rank_;
   uint32_t n_compute_ = 0;
 
@@ -113,10 +113,10 @@ class Engine {
   std::vector<Server> servers_;
   Direction dir_[2];  // 0 params, 1 gradients
   std::vector<uint32_t> dirty_workers_;
-  std::vector<uint32_t> grad_count_;   // slot -> gradients summed this round
-  std::vector<uint32_t> push_left_;    // (w, k) -> gradient pushes outstanding
-  std::vector<uint8_t> bwd_done_;      // (w, k)
-  std::vector<double> end_;            // (w, k) -> iteration end
+  std::vector<uint32_t> grad_count_;  // slot -> gradients summed this round
+  std::vector<uint32_t> push_left_;   // (w, k) -> gradient pushes outstanding
+  std::vector<uint8_t> bwd_done_;     // (w, k)
+  std::vector<double> end_;           // (w, k) -> iteration end
 };
 
 }  // namespace tictac::sched::simdetail

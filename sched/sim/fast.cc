@@ -31,7 +31,8 @@ double SingleWorkerMakespan::ofOrder(const std::vector<OpIndex>& recv_order) {
   heap_.clear();
   auto greater = std::greater<OpIndex>();
   for (size_t i = 0; i < g_.ops.size(); ++i) {
-    if (g_.ops[i].kind == OpKind::kCompute && indeg_[i] == 0) heap_.push_back(static_cast<OpIndex>(i));
+    if (g_.ops[i].kind == OpKind::kCompute && indeg_[i] == 0)
+      heap_.push_back(static_cast<OpIndex>(i));
   }
   std::make_heap(heap_.begin(), heap_.end(), greater);
   auto finish = [&](OpIndex op) {

@@ -99,8 +99,8 @@ void Engine::startChunk(uint32_t id) {
 void Engine::onChunkDone(uint32_t id) {
   Xfer x = xfers_[id];
   const std::string& name = g_.ops[recvs_[x.slot]].name;
-  span(x.grad ? name + " (grad)" : name, x.w, x.grad ? 2 : 0, x.chunk_start,
-       now_ - x.chunk_start, x.iter, x.chunk);
+  span(x.grad ? name + " (grad)" : name, x.w, x.grad ? 2 : 0, x.chunk_start, now_ - x.chunk_start,
+       x.iter, x.chunk);
   Direction& d = dir_[x.grad ? 1 : 0];
   auto touch = [&](size_t pair) {
     if (!d.queue[pair].empty() && !d.pair_dirty[pair]) {

@@ -96,15 +96,16 @@ PriorityVector parseOrderTsv(const Graph& g, std::string_view text) {
     Priority p = 0;
     auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), p);
     if (num.empty() || ec != std::errc() || ptr != num.data() + num.size()) {
-      throw InputError(lineMsg(line, "priority '" + std::string(num) +
-                                         "' is not an integer in 0..4294967295"));
+      throw InputError(
+          lineMsg(line, "priority '" + std::string(num) + "' is not an integer in 0..4294967295"));
     }
     auto it = byName.find(name);
     if (it == byName.end()) throw InputError(lineMsg(line, "unknown op " + std::string(name)));
     if (!g.isRecv(it->second)) {
       throw InputError(lineMsg(line, "op " + std::string(name) + " is not a recv"));
     }
-    if (seen[it->second]) throw InputError(lineMsg(line, "recv " + std::string(name) + " repeated"));
+    if (seen[it->second])
+      throw InputError(lineMsg(line, "recv " + std::string(name) + " repeated"));
     seen[it->second] = true;
     pv[it->second] = p;
   }

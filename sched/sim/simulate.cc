@@ -28,7 +28,9 @@ Percentiles summarize(std::vector<double> v) {
   return p;
 }
 
-double ratioOr1(double num, double den) { return den == 0 ? 1.0 : num / den; }
+double ratioOr1(double num, double den) {
+  return den == 0 ? 1.0 : num / den;
+}
 
 }  // namespace
 
@@ -57,8 +59,8 @@ void computeMetrics(const Graph& g, const SimOptions& o, SimResult& r) {
       start = std::max(start, fin[in]);
       cstart = std::max(cstart, chain[in]);
     }
-    const double t = op.kind == OpKind::kRecv ? simTransferUs(op.bytes, o)
-                                              : op.time_us * o.compute_scale;
+    const double t =
+        op.kind == OpKind::kRecv ? simTransferUs(op.bytes, o) : op.time_us * o.compute_scale;
     fin[i] = start + t;
     chain[i] = cstart + (op.kind == OpKind::kRecv ? 0.0 : t);
     cp_fwd = std::max(cp_fwd, fin[i]);

@@ -44,11 +44,12 @@ std::string chromeTraceJson(const Graph& g, const SimResult& r, const SimOptions
   }
   nlohmann::json doc = {{"traceEvents", std::move(events)},
                         {"displayTimeUnit", "ms"},
-                        {"otherData", {{"graph", g.name},
-                                       {"makespan_us", r.makespan_us},
-                                       {"workers", o.workers},
-                                       {"ps", o.ps},
-                                       {"runs", o.runs}}}};
+                        {"otherData",
+                         {{"graph", g.name},
+                          {"makespan_us", r.makespan_us},
+                          {"workers", o.workers},
+                          {"ps", o.ps},
+                          {"runs", o.runs}}}};
   return doc.dump();
 }
 

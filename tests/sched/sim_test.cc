@@ -2,6 +2,8 @@
 //
 // Bandwidth 0.008 Gbit/s throughout, so a recv of B bytes takes exactly B us
 // (B*8/(0.008*1e3)) and every expected time below is a small integer.
+#include "tictac/sched/sim.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "bench/graphgen.h"
-#include "tictac/sched/sim.h"
 
 namespace tictac::sched {
 namespace {
@@ -116,8 +117,8 @@ TEST(Sim, TrainingSingleIteration) {
   // C 36-38, B 38-48 (grad b ready, pushed 48-68), A 48-78 (grad a, pushed 78-88).
   SimResult r = simulate(g, prio(g, {{"a", 0}, {"b", 1}}), o);
   EXPECT_DOUBLE_EQ(r.makespan_us, 88);
-  EXPECT_DOUBLE_EQ(r.comm_us, 60);     // 30 in + 30 out
-  EXPECT_DOUBLE_EQ(r.compute_us, 63);  // 21 x (1 + 2)
+  EXPECT_DOUBLE_EQ(r.comm_us, 60);                    // 30 in + 30 out
+  EXPECT_DOUBLE_EQ(r.compute_us, 63);                 // 21 x (1 + 2)
   EXPECT_DOUBLE_EQ(r.critical_path_us, 26 + 2 * 16);  // + backward of A, C
   EXPECT_DOUBLE_EQ(r.lower_bound_us, 63);
   EXPECT_DOUBLE_EQ(r.efficiency, (123.0 - 88) / (123 - 63));
@@ -339,4 +340,3 @@ TEST(Sim, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace tictac::sched
-

@@ -36,8 +36,8 @@ ToolRun runSim(const std::string& args) {
 class SimTool : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tictac-sim-test-" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("tictac-sim-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     // The worked example of docs/sched.md: TAC 80 us, fifo 90 us.
     write("g.json", R"({"name": "example", "ops": [
@@ -62,8 +62,7 @@ TEST_F(SimTool, TsvJsonAndTrace) {
   ToolRun r = runSim(path("g.json") + " --order tac --bandwidth-gbps 10");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("makespan_us\t80\n"), std::string::npos) << r.out;
-  r = runSim(path("g.json") + " --order fifo --bandwidth-gbps 10 --json --trace " +
-             path("t.json"));
+  r = runSim(path("g.json") + " --order fifo --bandwidth-gbps 10 --json --trace " + path("t.json"));
   ASSERT_EQ(r.rc, 0);
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_DOUBLE_EQ(j["makespan_us"].get<double>(), 90);
@@ -85,10 +84,12 @@ TEST_F(SimTool, ExitCodes) {
   EXPECT_EQ(runSim(g + " --order tac --bandwidth-gbps 0").rc, 2);
   EXPECT_EQ(runSim(g + " --order tac --bandwidth-gbps 10 --mode sideways").rc, 2);
   EXPECT_EQ(runSim(g + " --order tac --bandwidth-gbps 10 --workers 0").rc, 2);
-  EXPECT_EQ(runSim(g + " --order " + write("bad.tsv", "embed.w\t0\nmix.w 1\n") +
-                   " --bandwidth-gbps 10").rc, 2);
-  EXPECT_EQ(runSim(g + " --order " + write("short.tsv", "embed.w\t0\n") + " --bandwidth-gbps 10").rc,
-            2);
+  EXPECT_EQ(
+      runSim(g + " --order " + write("bad.tsv", "embed.w\t0\nmix.w 1\n") + " --bandwidth-gbps 10")
+          .rc,
+      2);
+  EXPECT_EQ(
+      runSim(g + " --order " + write("short.tsv", "embed.w\t0\n") + " --bandwidth-gbps 10").rc, 2);
   EXPECT_EQ(runSim(write("x.json", "{\"ops\": [") + " --order tac --bandwidth-gbps 10").rc, 2);
   EXPECT_EQ(runSim(path("missing.json") + " --order tac --bandwidth-gbps 10").rc, 1);
   EXPECT_EQ(runSim(g + " --order tac --bandwidth-gbps 10 --trace " + path("no/such/dir/t.json")).rc,

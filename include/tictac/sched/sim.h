@@ -53,12 +53,12 @@ struct SimOptions {
   double latency_us = 0.0;     // paid once per transfer
   double compute_scale = 1.0;  // multiplies every compute time_us
   SimMode mode = SimMode::kInference;
-  double bwd_factor = 2.0;     // training: backward time = bwd_factor x forward time
+  double bwd_factor = 2.0;  // training: backward time = bwd_factor x forward time
   uint32_t workers = 1;
   uint32_t ps = 1;
-  uint32_t runs = 1;           // iterations
-  uint64_t chunk_bytes = 0;    // 0 = whole transfers
-  bool record_trace = false;   // fill SimResult::trace
+  uint32_t runs = 1;          // iterations
+  uint64_t chunk_bytes = 0;   // 0 = whole transfers
+  bool record_trace = false;  // fill SimResult::trace
 };
 
 // Throws InputError naming the bad field (non-positive bandwidth, negative or
@@ -103,28 +103,29 @@ struct TraceSpan {
 };
 
 struct SimResult {
-  double makespan_us = 0;     // mean iteration time
-  double comm_us = 0;         // M
-  double compute_us = 0;      // P
+  double makespan_us = 0;       // mean iteration time
+  double comm_us = 0;           // M
+  double compute_us = 0;        // P
   double critical_path_us = 0;  // longest recv->compute chain (+ backward chain in training)
-  double upper_bound_us = 0;  // M + P
-  double lower_bound_us = 0;  // max(M, P, CP)
-  double efficiency = 1;      // (M+P-makespan)/(M+P-max(M,P)), 1 if denominator 0
-  double efficiency_cp = 1;   // (M+P-makespan)/(M+P-lower_bound), 1 if denominator 0
-  double headroom = 0;        // min(M/P, P/M); 0 if M or P is 0
+  double upper_bound_us = 0;    // M + P
+  double lower_bound_us = 0;    // max(M, P, CP)
+  double efficiency = 1;        // (M+P-makespan)/(M+P-max(M,P)), 1 if denominator 0
+  double efficiency_cp = 1;     // (M+P-makespan)/(M+P-lower_bound), 1 if denominator 0
+  double headroom = 0;          // min(M/P, P/M); 0 if M or P is 0
   // Iteration k ends when every worker has finished it (forward, backward and
   // its gradient pushes); its time is that end minus the end of k-1 (training)
   // or minus 0 (inference). Straggler: latest minus earliest worker end.
   Percentiles iteration_us;
-  Percentiles straggler_us;   // p50 is filled too
+  Percentiles straggler_us;  // p50 is filled too
   std::vector<double> iteration_samples, straggler_samples;
   uint64_t transfers = 0, chunks = 0, events = 0;
-  std::vector<uint32_t> shard;  // PS of each op (recvs only; others 0)
-  std::vector<TraceSpan> trace; // when SimOptions::record_trace
+  std::vector<uint32_t> shard;   // PS of each op (recvs only; others 0)
+  std::vector<TraceSpan> trace;  // when SimOptions::record_trace
 };
 
 // Runs the simulation. Throws InputError for bad options, an order vector of
-// the wrong size, or workers x ops > 5 x 10^7 (per-worker state). O((ops + transfers) log n) per worker and iteration.
+// the wrong size, or workers x ops > 5 x 10^7 (per-worker state). O((ops + transfers) log n) per
+// worker and iteration.
 SimResult simulate(const Graph& g, const OrderSource& order, const SimOptions& o);
 // Same order for every worker and iteration.
 SimResult simulate(const Graph& g, const PriorityVector& order, const SimOptions& o);
@@ -147,16 +148,15 @@ class SingleWorkerMakespan {
 
  private:
   const Graph& g_;
-  std::vector<double> time_;        // per op: compute time or transfer time
-  std::vector<uint32_t> indeg_;     // number of inputs per op
+  std::vector<double> time_;     // per op: compute time or transfer time
+  std::vector<uint32_t> indeg_;  // number of inputs per op
   std::vector<std::vector<OpIndex>> consumers_;
-  std::vector<uint32_t> pending_;   // scratch
-  std::vector<OpIndex> heap_;       // scratch
+  std::vector<uint32_t> pending_;  // scratch
+  std::vector<OpIndex> heap_;      // scratch
 };
 
 // Makespan of one worker, one iteration, inference (the function form).
-double singleWorkerMakespanUs(const Graph& g, const PriorityVector& priority,
-                              const SimOptions& o);
+double singleWorkerMakespanUs(const Graph& g, const PriorityVector& priority, const SimOptions& o);
 
 // Writes the spans as Chrome trace-event JSON (object form), with process and
 // thread names as "M" metadata events: one process per worker, lanes
