@@ -33,6 +33,7 @@ namespace tictac::sched::analyzers {
 namespace {
 
 constexpr size_t kSmallCandidates = 8;  // below this, test candidate bits one by one
+constexpr size_t kMaxColumnBytes = size_t{256} << 20;
 
 struct Key {
   int cls;      // 0: M < P (transfer shorter than the compute it unlocks)
@@ -50,12 +51,21 @@ class TacState {
         out_(sets.numWords(), 0),
         cand_bits_(sets.numWords(), 0) {
     for (size_t r = 0; r < m_.size(); ++r) out_[r / 64] |= Word{1} << (r % 64);
-    for (uint32_t id : sets.computeGroups()) {
+    const auto& groups = sets.computeGroups();
+    const size_t words = sets.numWords();
+    if (groups.size() * words * sizeof(Word) <= kMaxColumnBytes) {
+      columns_.resize(groups.size() * words);
+      for (size_t k = 0; k < groups.size(); ++k)
+        for (size_t w = 0; w < words; ++w)
+          columns_[w * groups.size() + k] = sets.bits(groups[k])[w];
+    }
+    for (uint32_t k = 0; k < groups.size(); ++k) {
+      const uint32_t id = groups[k];
       const auto& grp = sets.group(id);
       int64_t sum = 0;
       DepSets::forEach(sets.bits(id), nullptr, grp.first_word, sets.numWords(),
                        [&](uint32_t r) { sum += m_[r]; });
-      active_.push_back({id, grp.size, sum});
+      active_.push_back({id, k, grp.size, sum});
       if (grp.size == 1) p_[lastOutstanding(id)] += grp.time_ns;
     }
   }
@@ -80,8 +90,9 @@ class TacState {
  private:
   struct Live {
     uint32_t id;
-    uint32_t count;  // |deps & O|
-    int64_t sum;     // sum of M over deps & O
+    uint32_t column;  // position in computeGroups(), the index into columns_
+    uint32_t count;   // |deps & O|
+    int64_t sum;      // sum of M over deps & O
   };
 
   uint32_t lastOutstanding(uint32_t id) const {
@@ -144,10 +155,12 @@ class TacState {
   // byMplusThenName skip almost every group).
   void remove(uint32_t r) {
     out_[r / 64] &= ~(Word{1} << (r % 64));
+    const size_t n = sets_.computeGroups().size();
+    const Word* column = columns_.empty() ? nullptr : &columns_[(r / 64) * n];
     size_t kept = 0;
     for (size_t i = 0; i < active_.size(); ++i) {
       Live l = active_[i];
-      if (sets_.contains(l.id, r)) {
+      if (column ? (column[l.column] >> (r % 64)) & 1u : sets_.contains(l.id, r)) {
         if (--l.count == 0) continue;
         l.sum -= m_[r];
         if (l.count == 1) p_[lastOutstanding(l.id)] += sets_.group(l.id).time_ns;
@@ -164,6 +177,10 @@ class TacState {
   std::vector<Word> cand_bits_;  // the tied candidates, when many
   std::vector<uint32_t> cand_;
   std::vector<Live> active_;  // compute groups with count > 0
+  // The same sets word-major (word w of every group side by side), so that
+  // remove() streams through memory instead of touching one line per group;
+  // left empty (slower path) beyond kMaxColumnBytes.
+  std::vector<Word> columns_;
 };
 
 class Tac final : public Analyzer {
