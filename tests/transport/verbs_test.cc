@@ -31,7 +31,9 @@ bool haveDevice() {
   return n > 0;
 }
 
-bool viable() { return std::getenv("TICTAC_GUEST") != nullptr || haveDevice(); }
+bool viable() {
+  return std::getenv("TICTAC_GUEST") != nullptr || haveDevice();
+}
 
 ContextOptions verbsOptions() {
   ContextOptions o;
@@ -42,9 +44,9 @@ ContextOptions verbsOptions() {
 
 const bool registered = registerBackendHelper({"verbs", verbsOptions, viable});
 
-#define REQUIRE_DEVICE()                                                                   \
-  do {                                                                                     \
-    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)";        \
+#define REQUIRE_DEVICE()                                                            \
+  do {                                                                              \
+    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
   } while (0)
 
 TEST(VerbsBackend, UnknownDeviceIsNoDevice) {
@@ -90,7 +92,8 @@ TEST(VerbsBackend, GidIndexOverrideIsChecked) {
 
 TEST(VerbsBackend, SmallEagerAndLargeRendezvousInterleave) {
   REQUIRE_DEVICE();
-  Pair p = makePair("verbs", false, [](ContextOptions& o) { o.backend_config["eager_bytes"] = "4300"; });
+  Pair p =
+      makePair("verbs", false, [](ContextOptions& o) { o.backend_config["eager_bytes"] = "4300"; });
   std::vector<size_t> sizes{0, 100, 4096, 4097, 300000, 5, 2 << 20};
   std::vector<std::vector<char>> src, dst;
   std::vector<OpHandle> ops;
@@ -183,7 +186,8 @@ TEST(VerbsBackend, KilledPeerFailsPendingOpsWithin5s) {
     ASSERT_TRUE(o->done());
     EXPECT_EQ(o->status().code(), StatusCode::kPeerLost) << o->status().toString();
   }
-  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms";
 }
 
 }  // namespace

@@ -58,13 +58,13 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEv
 Status VerbsBackend::init(const BackendOptions& options) {
   uint32_t tc = 0, sl = 0;
   const uint32_t min_recv = sizeof(MsgHdr) + kMaxCoreHeader + kInlineMax;
-  for (Status s : {parseU32(options, "eager_bytes", min_recv, 1u << 20, &tune_.recv_bytes),
-                   parseU32(options, "sq_depth", 8, 16384, &tune_.sq_depth),
-                   parseU32(options, "rq_depth", 8, 16384, &tune_.rq_depth),
-                   parseU32(options, "traffic_class", 0, 255, &tc),
-                   parseU32(options, "sl", 0, 15, &sl),
-                   parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
-                   parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us)}) {
+  for (Status s :
+       {parseU32(options, "eager_bytes", min_recv, 1u << 20, &tune_.recv_bytes),
+        parseU32(options, "sq_depth", 8, 16384, &tune_.sq_depth),
+        parseU32(options, "rq_depth", 8, 16384, &tune_.rq_depth),
+        parseU32(options, "traffic_class", 0, 255, &tc), parseU32(options, "sl", 0, 15, &sl),
+        parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
+        parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us)}) {
     if (!s) return s;
   }
   tune_.traffic_class = static_cast<uint8_t>(tc);

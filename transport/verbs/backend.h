@@ -32,7 +32,7 @@ struct Tuning {
   uint32_t rq_depth = 512;  // a peer's RTSs and WRITE-WITH-IMMs each take one; RNR costs a jiffy
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
-  uint32_t idle_spins = 64;      // idle progress() calls before one blocks
+  uint32_t idle_spins = 64;       // idle progress() calls before one blocks
   uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
 };
 
@@ -92,8 +92,8 @@ class VerbsBackend final : public Backend {
     size_t len = 0;
     uint32_t lkey = 0, rkey = 0, imm = 0;
     uint64_t raddr = 0;
-    bool with_imm = false;      // kWrite: the transfer's last piece
-    ibv_mr* own_mr = nullptr;   // deregistered when the work is done
+    bool with_imm = false;     // kWrite: the transfer's last piece
+    ibv_mr* own_mr = nullptr;  // deregistered when the work is done
     int slot = -1;
   };
   struct RndvSend {  // a posted rendezvous payload waiting for its kCts

@@ -63,7 +63,8 @@ Status chooseGid(Device& d, const DeviceConfig& c) {
   }
   in_addr want{};
   if (!c.address.empty() && inet_pton(AF_INET, c.address.c_str(), &want) != 1) {
-    return {StatusCode::kInvalidArgument, "verbs address '" + c.address + "' is not an IPv4 address"};
+    return {StatusCode::kInvalidArgument,
+            "verbs address '" + c.address + "' is not an IPv4 address"};
   }
   int mapped = -1, anyv2 = -1, any = -1;
   for (int i = 0; i < d.port_attr.gid_tbl_len; ++i) {
@@ -175,7 +176,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& c) {
   d->channel = ibv_create_comp_channel(d->ctx);
   if (d->channel == nullptr) return sysError("ibv_create_comp_channel", errno);
   int fl = fcntl(d->channel->fd, F_GETFL);
-  if (fl < 0 || fcntl(d->channel->fd, F_SETFL, fl | O_NONBLOCK) < 0) return sysError("fcntl", errno);
+  if (fl < 0 || fcntl(d->channel->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    return sysError("fcntl", errno);
   d->cq_size = std::min(c.cq_entries, d->dev_attr.max_cqe);
   d->cq = ibv_create_cq(d->ctx, d->cq_size, nullptr, d->channel, 0);
   if (d->cq == nullptr) return sysError("ibv_create_cq", errno);
@@ -187,8 +189,8 @@ Status Device::reserveCq(int entries) {
   if (entries <= cq_size) return Status::ok();
   int want = std::min(std::max(entries, cq_size * 2), dev_attr.max_cqe);
   if (want < entries) {
-    return {StatusCode::kNoResource, name + ": completion queue cannot hold " +
-                                         std::to_string(entries) + " entries"};
+    return {StatusCode::kNoResource,
+            name + ": completion queue cannot hold " + std::to_string(entries) + " entries"};
   }
   if (int rc = ibv_resize_cq(cq, want); rc != 0) return sysError("ibv_resize_cq", rc);
   cq_size = cq->cqe;

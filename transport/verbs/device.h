@@ -17,9 +17,9 @@
 namespace tictac::transport::verbs {
 
 struct DeviceConfig {
-  std::string device;     // empty: first device with an active port
-  int gid_index = -1;     // -1: automatic
-  std::string address;    // IPv4 whose mapped RoCE v2 GID to prefer
+  std::string device;   // empty: first device with an active port
+  int gid_index = -1;   // -1: automatic
+  std::string address;  // IPv4 whose mapped RoCE v2 GID to prefer
   int cq_entries = 4096;
 };
 

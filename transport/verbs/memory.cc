@@ -35,8 +35,8 @@ class VerbsRegion final : public MemoryRegion {
 // memory (a const send buffer) is registered for local reads only.
 ibv_mr* regMr(ibv_pd* pd, const void* addr, size_t len, int* err) {
   void* a = const_cast<void*>(addr);
-  ibv_mr* mr = ibv_reg_mr(pd, a, len,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ibv_mr* mr = ibv_reg_mr(
+      pd, a, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   if (mr == nullptr) mr = ibv_reg_mr(pd, a, len, 0);
   if (mr == nullptr) *err = errno;
   return mr;
@@ -62,8 +62,8 @@ Result<std::unique_ptr<MemoryRegion>> VerbsBackend::registerMemory(const void* a
   int err = 0;
   ibv_mr* mr = regMr(dev_->pd, addr, len, &err);
   if (mr == nullptr) {
-    return Status(StatusCode::kIoError, "ibv_reg_mr of " + std::to_string(len) + " bytes: " +
-                                            std::strerror(err));
+    return Status(StatusCode::kIoError,
+                  "ibv_reg_mr of " + std::to_string(len) + " bytes: " + std::strerror(err));
   }
   return std::unique_ptr<MemoryRegion>(std::make_unique<VerbsRegion>(mr, addr, len));
 }
@@ -72,8 +72,8 @@ Result<ibv_mr*> VerbsBackend::regTemp(const void* addr, size_t len) {
   int err = 0;
   ibv_mr* mr = regMr(dev_->pd, addr, len, &err);
   if (mr == nullptr) {
-    return Status(StatusCode::kIoError, "ibv_reg_mr of " + std::to_string(len) + " bytes: " +
-                                            std::strerror(err));
+    return Status(StatusCode::kIoError,
+                  "ibv_reg_mr of " + std::to_string(len) + " bytes: " + std::strerror(err));
   }
   return mr;
 }

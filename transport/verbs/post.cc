@@ -70,7 +70,8 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
 // A kCts arrived for one of our transfers: write it, in pieces of at most the
 // port's max message size, the last one WITH IMMEDIATE (and reported).
 void VerbsBackend::queueWrite(Conn& c, RndvSendArgs a) {
-  const size_t piece = std::max<size_t>(4096, std::min<size_t>(dev_->port_attr.max_msg_sz, 1u << 30));
+  const size_t piece =
+      std::max<size_t>(4096, std::min<size_t>(dev_->port_attr.max_msg_sz, 1u << 30));
   for (size_t off = 0; off < a.len; off += piece) {
     Work w;
     w.kind = Work::kWrite;

@@ -104,9 +104,9 @@ void VerbsBackend::onCompletion(const ibv_wc& wc) {
   if (wc.status != IBV_WC_SUCCESS) {
     if (!c->dead && !c->reported) {
       c->reported = true;
-      events_->onPeerError(c->peer, Status(StatusCode::kIoError,
-                                           std::string("verbs: receive failed: ") +
-                                               ibv_wc_status_str(wc.status)));
+      events_->onPeerError(
+          c->peer, Status(StatusCode::kIoError,
+                          std::string("verbs: receive failed: ") + ibv_wc_status_str(wc.status)));
     }
     return;
   }
@@ -159,9 +159,9 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
   if (!ok) {
     if (!c.reported) {
       c.reported = true;
-      events_->onPeerError(c.peer, Status(StatusCode::kProtocolError,
-                                          "verbs: malformed message of " +
-                                              std::to_string(wc.byte_len) + " bytes"));
+      events_->onPeerError(
+          c.peer, Status(StatusCode::kProtocolError,
+                         "verbs: malformed message of " + std::to_string(wc.byte_len) + " bytes"));
     }
     return;
   }
@@ -206,15 +206,15 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
       }
       RndvSend s = it->second;
       if (mh.len != s.len) {
-        finishRndvSend(mh.send_id, Status(StatusCode::kProtocolError,
-                                          "verbs: peer offered " + std::to_string(mh.len) +
-                                              " bytes for a " + std::to_string(s.len) +
-                                              "-byte payload"));
+        finishRndvSend(mh.send_id,
+                       Status(StatusCode::kProtocolError,
+                              "verbs: peer offered " + std::to_string(mh.len) + " bytes for a " +
+                                  std::to_string(s.len) + "-byte payload"));
         return;
       }
       rsends_.erase(it);
-      queueWrite(c, RndvSendArgs{s.token, s.data, s.len, s.lkey, s.own_mr, mh.addr, mh.rkey,
-                                 mh.recv_id});
+      queueWrite(
+          c, RndvSendArgs{s.token, s.data, s.len, s.lkey, s.own_mr, mh.addr, mh.rkey, mh.recv_id});
       return;
     }
   }
@@ -225,7 +225,9 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
   }
 }
 
-int VerbsBackend::eventFd() { return dev_->channel->fd; }
+int VerbsBackend::eventFd() {
+  return dev_->channel->fd;
+}
 
 bool VerbsBackend::arm() {
   if (!sends_done_.empty() || !recvs_done_.empty() || !polled_.empty() ||

@@ -25,10 +25,10 @@ inline constexpr uint16_t kBlobVersion = 1;
 struct AddressBlob {
   uint32_t magic = kBlobMagic;
   uint16_t version = kBlobVersion;
-  uint8_t roce = 1;        // link layer Ethernet (GRH addressing)
-  uint8_t mtu = 0;         // ibv_mtu of the port
-  uint32_t qpn = 0;        // the QP created for this peer
-  uint32_t psn = 0;        // its initial send PSN
+  uint8_t roce = 1;  // link layer Ethernet (GRH addressing)
+  uint8_t mtu = 0;   // ibv_mtu of the port
+  uint32_t qpn = 0;  // the QP created for this peer
+  uint32_t psn = 0;  // its initial send PSN
   uint16_t lid = 0;
   uint16_t reserved = 0;
   uint32_t recv_bytes = 0;  // size of each receive buffer (largest SEND)
