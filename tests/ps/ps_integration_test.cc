@@ -1,0 +1,114 @@
+// tests/ps/ps_integration_test.cc: tictac-ps end to end, on the emulated
+// cluster (tools/netns-cluster) when root, else on paced loopback. The checks
+// are the receivers' own (see tools/ps/report.cc): every worker got every
+// parameter intact each iteration, the PS found every gradient sum right,
+// arrivals followed the priorities within the window, with tic some compute
+// op started before the last parameter arrived, and inside the namespaces
+// UCX used tcp.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+// Six parameters of 128..768 KiB, each consumed by one op of a chain (2 ms
+// each): the first op can start as soon as its parameter is there.
+std::string writeChainGraph() {
+  json ops = json::array();
+  ops.push_back({{"name", "x"}, {"kind", "compute"}, {"time_us", 0}, {"inputs", json::array()}});
+  std::string prev = "x";
+  for (int i = 0; i < 6; ++i) {
+    std::string p = "w" + std::to_string(i), c = "op" + std::to_string(i);
+    ops.push_back({{"name", p}, {"kind", "recv"}, {"bytes", (i + 1) * 131072}});
+    ops.push_back({{"name", c}, {"kind", "compute"}, {"time_us", 2000}, {"inputs", {prev, p}}});
+    prev = c;
+  }
+  std::string path = "/tmp/tictac-ps-chain-" + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << json{{"name", "chain"}, {"ops", ops}, {"outputs", {prev}}}.dump();
+  return path;
+}
+
+json run(const std::string& args, int& status) {
+  std::string cmd = std::string(TICTAC_SOURCE_ROOT) + "/tools/netns-cluster --nodes 3 --rate-gbps 1 -- " +
+                    TICTAC_BUILD_ROOT + "/tools/tictac-ps --json --timeout 90 --workers 2 --ps 1 --rate-gbps 1 " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
+  status = p ? pclose(p) : -1;
+  return json::parse(out, nullptr, false);
+}
+
+void expectIntact(const json& r, bool training) {
+  ASSERT_TRUE(r.is_object()) << "no JSON report";
+  const auto& c = r["checks"];
+  EXPECT_EQ(c["iterations_complete"], c["worker_iterations_expected"]);
+  EXPECT_EQ(c["params_bad"], 0);
+  EXPECT_EQ(c["grads_bad"], 0);
+  EXPECT_EQ(c["grads_ok"], c["grads_expected"]);
+  if (training) {
+    EXPECT_GT(c["grads_expected"].get<int>(), 0);
+  }
+  EXPECT_GT(c["order_checked"].get<int>(), 0);
+  EXPECT_TRUE(c["order_ok"].get<bool>()) << c["max_inversion_bytes"] << " > " << c["inversion_bound_bytes"];
+  if (geteuid() == 0) {
+    // Inside the namespaces UCX must run tcp over the veth, never shared memory.
+    ASSERT_EQ(c["ucx_transports"].size(), 3u);
+    for (const auto& t : c["ucx_transports"]) {
+      std::string s = t;
+      EXPECT_NE(s.find(" tcp/"), std::string::npos) << s;
+      EXPECT_EQ(s.find("memory"), std::string::npos) << s;
+    }
+    EXPECT_EQ(r["link"], "netns+tbf");
+  }
+}
+
+TEST(PsIntegration, InferenceTicOverlapsAndKeepsOrder) {
+  std::string g = writeChainGraph();
+  int status = 0;
+  json r = run(g + " --order tic --iterations 4 --mode inference", status);
+  EXPECT_EQ(status, 0);
+  expectIntact(r, false);
+  // With tic the first op's parameter comes first: compute starts before the
+  // last parameter has arrived, in some worker-iteration.
+  EXPECT_GT(r["checks"]["compute_before_last_param"].get<int>(), 0);
+  EXPECT_GT(r["simulated_iteration_us"].get<double>(), 0);
+  unlink(g.c_str());
+}
+
+TEST(PsIntegration, TrainingSumsGradients) {
+  std::string g = writeChainGraph();
+  int status = 0;
+  json r = run(g + " --order tac --iterations 3 --mode training", status);
+  EXPECT_EQ(status, 0);
+  expectIntact(r, true);
+  EXPECT_EQ(r["checks"]["grads_expected"], 6 * 3);
+  unlink(g.c_str());
+}
+
+TEST(PsIntegration, RandomOrderEveryWorkerItsOwn) {
+  std::string g = writeChainGraph();
+  int status = 0;
+  json r = run(g + " --order random --iterations 3", status);
+  EXPECT_EQ(status, 0);
+  expectIntact(r, false);
+  unlink(g.c_str());
+}
+
+TEST(PsIntegration, BadInputExits2) {
+  int status = 0;
+  run("/nonexistent.json", status);  // unreadable file: an I/O failure (1)
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  run(std::string(TICTAC_SOURCE_ROOT) + "/data/graphs/tiny.json --order no-such-order", status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+}  // namespace
