@@ -24,7 +24,7 @@
 namespace tictac::transport {
 namespace {
 
-constexpr size_t kChunk = 256 * 1024;
+constexpr size_t kChunk = size_t{256} * 1024;
 constexpr size_t kBacklog = 4096;  // queued ops kept while measuring
 
 // A cycle of priorities: `levels` distinct values drawn uniformly from the

@@ -101,7 +101,8 @@ class Model {
   }
 
   size_t queued() const {
-    return static_cast<size_t>(std::count_if(ops_.begin(), ops_.end(), [](auto& kv) { return kv.second.queued; }));
+    return static_cast<size_t>(
+        std::count_if(ops_.begin(), ops_.end(), [](auto& kv) { return kv.second.queued; }));
   }
   size_t known() const { return ops_.size(); }
   size_t inFlight() const { return in_flight_; }

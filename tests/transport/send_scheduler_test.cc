@@ -130,8 +130,8 @@ TEST(SendScheduler, WindowBoundsBytesInFlightAndAckReleases) {
   auto c = s.next(kT0);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->offset, 300u);
-  s.ack(99, 100);      // unknown op: ignored
-  s.ack(1, 1 << 20);   // excess: only the op's own credit is returned
+  s.ack(99, 100);     // unknown op: ignored
+  s.ack(1, 1 << 20);  // excess: only the op's own credit is returned
   EXPECT_EQ(s.inFlightBytes(), 0u);
 }
 

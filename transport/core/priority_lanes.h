@@ -30,7 +30,7 @@ template <typename T>
 class PriorityLanes {
  public:
   bool empty() const { return size_ == 0; }
-  size_t size() const { return size_; }         // elements in all levels
+  size_t size() const { return size_; }           // elements in all levels
   size_t levels() const { return heap_.size(); }  // non-empty levels
 
   void push(uint32_t priority, T value) {
@@ -157,10 +157,10 @@ class PriorityLanes {
     std::make_heap(heap_.begin(), heap_.end(), Later{});
   }
 
-  std::vector<Lane> lanes_;            // lane pool (non-empty ones are in heap_)
-  std::vector<uint32_t> free_lanes_;   // empty lanes, buffers kept for reuse
-  IntMap<uint32_t> index_;             // priority -> lane, non-empty levels only
-  std::vector<Level> heap_;            // min-heap of the non-empty levels
+  std::vector<Lane> lanes_;           // lane pool (non-empty ones are in heap_)
+  std::vector<uint32_t> free_lanes_;  // empty lanes, buffers kept for reuse
+  IntMap<uint32_t> index_;            // priority -> lane, non-empty levels only
+  std::vector<Level> heap_;           // min-heap of the non-empty levels
   size_t size_ = 0;
 };
 

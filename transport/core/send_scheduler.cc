@@ -18,7 +18,8 @@ SchedulerOptions sanitized(SchedulerOptions o) {
 
 SendScheduler::SendScheduler(const SchedulerOptions& options)
     : options_(sanitized(options)),
-      bucket_(options_.rate_gbps, options_.burst_bytes != 0 ? options_.burst_bytes : options_.chunk_bytes) {}
+      bucket_(options_.rate_gbps,
+              options_.burst_bytes != 0 ? options_.burst_bytes : options_.chunk_bytes) {}
 
 uint32_t SendScheduler::counterIndex(uint32_t priority) {
   uint32_t index = level_index_.find(priority);
@@ -41,7 +42,8 @@ Status SendScheduler::enqueue(const SendRequest& request, Clock::time_point now)
     slot = static_cast<uint32_t>(ops_.size());
   }
   if (!op_index_.insert(request.op_id, slot)) {
-    return Status(StatusCode::kInvalidArgument, "op id " + std::to_string(request.op_id) + " already queued");
+    return Status(StatusCode::kInvalidArgument,
+                  "op id " + std::to_string(request.op_id) + " already queued");
   }
   if (slot == ops_.size()) {
     ops_.emplace_back();

@@ -52,8 +52,8 @@ namespace tictac::transport {
 // measurements behind them). A 256 KiB chunk amortises a rendezvous handshake
 // per chunk; a 1 MiB window (4 chunks) covers the bandwidth-delay product of
 // loopback / shm links while bounding priority inversion to ~1.25 MiB.
-inline constexpr size_t kDefaultChunkBytes = 256 * 1024;
-inline constexpr size_t kDefaultWindowBytes = 1024 * 1024;
+inline constexpr size_t kDefaultChunkBytes = size_t{256} * 1024;
+inline constexpr size_t kDefaultWindowBytes = size_t{1024} * 1024;
 inline constexpr size_t kDefaultMaxQueuedOps = 65536;
 
 struct SchedulerOptions {
@@ -87,11 +87,11 @@ class SendScheduler {
   using Clock = std::chrono::steady_clock;
 
   struct PriorityCounters {
-    uint64_t bytes_sent = 0;          // payload bytes handed out by next()
-    uint64_t chunks = 0;              // chunks handed out
-    uint64_t ops = 0;                 // ops whose last chunk was handed out
-    double queue_delay_us_sum = 0;    // sum over started ops of (first chunk - enqueue)
-    double queue_delay_us_max = 0;    // max of the same
+    uint64_t bytes_sent = 0;        // payload bytes handed out by next()
+    uint64_t chunks = 0;            // chunks handed out
+    uint64_t ops = 0;               // ops whose last chunk was handed out
+    double queue_delay_us_sum = 0;  // sum over started ops of (first chunk - enqueue)
+    double queue_delay_us_max = 0;  // max of the same
   };
 
   // Invalid options (chunk_bytes or window_bytes of 0, negative rate) are
@@ -135,7 +135,7 @@ class SendScheduler {
   void failPeer(uint64_t peer, std::vector<uint64_t>* dropped_ops);
 
   size_t inFlightBytes() const { return in_flight_; }
-  size_t queuedOps() const { return lanes_.size(); }  // ops with unsent bytes
+  size_t queuedOps() const { return lanes_.size(); }    // ops with unsent bytes
   size_t knownOps() const { return op_index_.size(); }  // queued or awaiting acks
   const SchedulerOptions& options() const { return options_; }
 
@@ -152,7 +152,7 @@ class SendScheduler {
     uint32_t priority = 0;
     uint32_t counter = 0;  // index into levels_
     bool started = false;
-    bool queued = false;   // still in lanes_
+    bool queued = false;  // still in lanes_
     Clock::time_point enqueued_at{};
   };
 
@@ -160,11 +160,11 @@ class SendScheduler {
   uint32_t counterIndex(uint32_t priority);
 
   SchedulerOptions options_;
-  PriorityLanes<uint32_t> lanes_;      // op slots with unsent bytes
-  std::vector<Op> ops_;                // slot pool
+  PriorityLanes<uint32_t> lanes_;  // op slots with unsent bytes
+  std::vector<Op> ops_;            // slot pool
   std::vector<uint32_t> free_slots_;
-  IntMap<uint64_t> op_index_;          // op_id -> slot
-  IntMap<uint32_t> level_index_;       // priority -> index into levels_
+  IntMap<uint64_t> op_index_;     // op_id -> slot
+  IntMap<uint32_t> level_index_;  // priority -> index into levels_
   std::vector<std::pair<uint32_t, PriorityCounters>> levels_;
   TokenBucket bucket_;
   size_t in_flight_ = 0;

@@ -32,8 +32,8 @@ bool TokenBucket::tryConsume(size_t bytes, Clock::time_point now, Clock::time_po
   }
   if (ready_at != nullptr) {
     double wait_ns = std::ceil((need - tokens_) / bytes_per_ns_);
-    *ready_at = std::max(now, last_) +
-                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::nano>(wait_ns));
+    *ready_at = std::max(now, last_) + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double, std::nano>(wait_ns));
   }
   return false;
 }
