@@ -17,7 +17,9 @@ namespace {
 
 constexpr OpIndex kFolded = std::numeric_limits<OpIndex>::max();  // a Constant's output
 
-std::string q(const std::string& s) { return detail::quoted(s); }
+std::string q(const std::string& s) {
+  return detail::quoted(s);
+}
 
 onnx::ModelProto parseModel(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,7 +32,8 @@ onnx::ModelProto parseModel(const std::string& path) {
   }
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
-    throw InputError(path + ": not a valid ONNX model (protobuf parse failed: corrupt or truncated file)");
+    throw InputError(path +
+                     ": not a valid ONNX model (protobuf parse failed: corrupt or truncated file)");
   }
   if (model.ir_version() <= 0 || !model.has_graph()) {
     throw InputError(path + ": not an ONNX model (" +
@@ -90,8 +93,14 @@ class Builder {
   std::unordered_map<std::string, OpIndex> values_;
 };
 
-bool isInitializerCopy(const onnx::NodeProto& n, const std::unordered_map<std::string, uint64_t>& init) {
-  return n.op_type() == "Identity" && n.domain().empty() && n.input_size() == 1 &&
+// The default operator set is named "" or "ai.onnx".
+bool isDefaultDomain(const onnx::NodeProto& n) {
+  return n.domain().empty() || n.domain() == "ai.onnx";
+}
+
+bool isInitializerCopy(const onnx::NodeProto& n,
+                       const std::unordered_map<std::string, uint64_t>& init) {
+  return n.op_type() == "Identity" && isDefaultDomain(n) && n.input_size() == 1 &&
          n.output_size() == 1 && init.count(n.input(0)) != 0;
 }
 
@@ -128,7 +137,8 @@ Graph loadOnnxGraph(const std::string& path, std::vector<std::string>* warnings)
   for (const onnx::ValueInfoProto& v : gp.input()) {
     if (init_bytes.count(v.name()) != 0) continue;
     if (v.name().empty()) throw InputError(path + ": graph input without a name");
-    if (b.taken(v.name())) throw InputError(path + ": graph input " + q(v.name()) + " is listed twice");
+    if (b.taken(v.name()))
+      throw InputError(path + ": graph input " + q(v.name()) + " is listed twice");
     Op op;
     op.name = v.name();
     b.produce(v.name(), b.addOp(std::move(op)), "graph input");
@@ -140,7 +150,7 @@ Graph loadOnnxGraph(const std::string& path, std::vector<std::string>* warnings)
   for (int i = 0; i < gp.node_size(); ++i) {
     const onnx::NodeProto& n = gp.node(i);
     const std::string label = "node " + std::to_string(i) + " (" + n.op_type() + ")";
-    if (n.op_type() == "Constant" && n.domain().empty()) {
+    if (n.op_type() == "Constant" && isDefaultDomain(n)) {
       for (const std::string& out : n.output()) b.produce(out, kFolded, label);
       continue;
     }
@@ -177,7 +187,8 @@ Graph loadOnnxGraph(const std::string& path, std::vector<std::string>* warnings)
   for (const onnx::ValueInfoProto& v : gp.output()) {
     const OpIndex p = b.producer(v.name(), "graph output");
     if (p == kFolded) {
-      if (warnings) warnings->push_back(path + ": graph output " + q(v.name()) + " is a Constant; ignored");
+      if (warnings)
+        warnings->push_back(path + ": graph output " + q(v.name()) + " is a Constant; ignored");
       continue;
     }
     bool seen = false;

@@ -2,7 +2,9 @@
 //
 // Mapping (this comment is the reference for it):
 // - every initializer becomes a recv op named after it, bytes = element count
-//   x element size of its data type (unknown or string types are rejected);
+//   x element size of its data type (4-bit types rounded up to whole bytes,
+//   strings by their length; undefined or unknown types are rejected); a
+//   sparse initializer counts its values plus its indices;
 // - an Identity node whose only input is an initializer (how PyTorch's
 //   exporter re-creates initializers it merged as duplicates) becomes a recv
 //   op of the same bytes under the Identity's output name: the worker still

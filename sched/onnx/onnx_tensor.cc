@@ -10,24 +10,36 @@ namespace {
 // ONNX release this is built against, so they are listed by value.
 unsigned elementBits(int type) {
   switch (type) {
-    case onnx::TensorProto::FLOAT: return 32;
-    case onnx::TensorProto::UINT8: return 8;
-    case onnx::TensorProto::INT8: return 8;
-    case onnx::TensorProto::UINT16: return 16;
-    case onnx::TensorProto::INT16: return 16;
-    case onnx::TensorProto::INT32: return 32;
-    case onnx::TensorProto::INT64: return 64;
-    case onnx::TensorProto::BOOL: return 8;
-    case onnx::TensorProto::FLOAT16: return 16;
-    case onnx::TensorProto::DOUBLE: return 64;
-    case onnx::TensorProto::UINT32: return 32;
-    case onnx::TensorProto::UINT64: return 64;
-    case onnx::TensorProto::COMPLEX64: return 64;
-    case onnx::TensorProto::COMPLEX128: return 128;
-    case onnx::TensorProto::BFLOAT16: return 16;
-    case 17: case 18: case 19: case 20: return 8;  // FLOAT8 variants
-    case 21: case 22: case 23: return 4;           // UINT4, INT4, FLOAT4E2M1
-    default: return 0;
+    case 21:  // UINT4
+    case 22:  // INT4
+    case 23:  // FLOAT4E2M1
+      return 4;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::BOOL:
+    case 17:  // FLOAT8E4M3FN
+    case 18:  // FLOAT8E4M3FNUZ
+    case 19:  // FLOAT8E5M2
+    case 20:  // FLOAT8E5M2FNUZ
+      return 8;
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      return 16;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 32;
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::COMPLEX64:
+      return 64;
+    case onnx::TensorProto::COMPLEX128:
+      return 128;
+    default:
+      return 0;
   }
 }
 

@@ -2,10 +2,10 @@
 // worker receives for an initializer. Internal to sched/onnx (needs protobuf).
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <string>
-
-#include <onnx/onnx_pb.h>
 
 namespace tictac::sched {
 

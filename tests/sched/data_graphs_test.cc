@@ -23,8 +23,8 @@ const std::string kDataDir = std::string(TICTAC_SOURCE_ROOT) + "/data/";
 
 struct Expected {
   size_t recvs;
-  uint64_t bytes;    // float32 parameters x 4
-  size_t compute;    // compute ops, the input placeholder included
+  uint64_t bytes;  // float32 parameters x 4
+  size_t compute;  // compute ops, the input placeholder included
   const char* output;
 };
 

@@ -39,7 +39,8 @@ onnx::TensorProto* addInit(onnx::ModelProto& m, const std::string& name, int typ
 }
 
 onnx::NodeProto* addNode(onnx::ModelProto& m, const std::string& name, const std::string& type,
-                         std::initializer_list<std::string> in, std::initializer_list<std::string> out) {
+                         std::initializer_list<std::string> in,
+                         std::initializer_list<std::string> out) {
   onnx::NodeProto* n = m.mutable_graph()->add_node();
   n->set_name(name);
   n->set_op_type(type);
@@ -80,21 +81,21 @@ uint64_t bytesOf(const Graph& g, const std::string& name) {
 
 TEST(OnnxCrafted, ElementSizes) {
   onnx::ModelProto m = baseModel();
-  addInit(m, "f32_scalar", onnx::TensorProto::FLOAT, {});           // 1 x 4
-  addInit(m, "i64", onnx::TensorProto::INT64, {3});                 // 3 x 8
-  addInit(m, "f16", onnx::TensorProto::FLOAT16, {5});               // 5 x 2
-  addInit(m, "bool", onnx::TensorProto::BOOL, {7});                 // 7 x 1
-  addInit(m, "f64", onnx::TensorProto::DOUBLE, {2, 2});             // 4 x 8
-  addInit(m, "c128", onnx::TensorProto::COMPLEX128, {3});           // 3 x 16
-  addInit(m, "int4", 22, {3});                                      // 3 x 4 bits -> 2
-  addInit(m, "f8", 17, {6});                                        // 6 x 1
-  addInit(m, "empty", onnx::TensorProto::FLOAT, {0, 5});            // 0
+  addInit(m, "f32_scalar", onnx::TensorProto::FLOAT, {});  // 1 x 4
+  addInit(m, "i64", onnx::TensorProto::INT64, {3});        // 3 x 8
+  addInit(m, "f16", onnx::TensorProto::FLOAT16, {5});      // 5 x 2
+  addInit(m, "bool", onnx::TensorProto::BOOL, {7});        // 7 x 1
+  addInit(m, "f64", onnx::TensorProto::DOUBLE, {2, 2});    // 4 x 8
+  addInit(m, "c128", onnx::TensorProto::COMPLEX128, {3});  // 3 x 16
+  addInit(m, "int4", 22, {3});                             // 3 x 4 bits -> 2
+  addInit(m, "f8", 17, {6});                               // 6 x 1
+  addInit(m, "empty", onnx::TensorProto::FLOAT, {0, 5});   // 0
   onnx::TensorProto* s = addInit(m, "str", onnx::TensorProto::STRING, {2});
   s->add_string_data("ab");
-  s->add_string_data("cde");                                        // 2 + 3
+  s->add_string_data("cde");  // 2 + 3
   addInit(m, "raw", onnx::TensorProto::INT32, {2})->set_raw_data(std::string(8, '\1'));
-  const Graph g = loadUsing(m, {"f32_scalar", "i64", "f16", "bool", "f64", "c128", "int4", "f8",
-                                "empty", "str", "raw"});
+  const Graph g = loadUsing(
+      m, {"f32_scalar", "i64", "f16", "bool", "f64", "c128", "int4", "f8", "empty", "str", "raw"});
   EXPECT_EQ(bytesOf(g, "f32_scalar"), 4u);
   EXPECT_EQ(bytesOf(g, "i64"), 24u);
   EXPECT_EQ(bytesOf(g, "f16"), 10u);
@@ -124,11 +125,11 @@ TEST(OnnxCrafted, SparseInitializerCountsValuesAndIndices) {
 TEST(OnnxCrafted, NamesFallBackToOpTypeAndIndex) {
   onnx::ModelProto m = baseModel();
   addInit(m, "w", onnx::TensorProto::FLOAT, {2});
-  addNode(m, "", "Mul", {"x", "w"}, {"a"});        // node 0: empty name
-  addNode(m, "dup", "Relu", {"a"}, {"b"});         // node 1
-  addNode(m, "dup", "Relu", {"b"}, {"c"});         // node 2: repeated name
-  addNode(m, "w", "Neg", {"c"}, {"d"});            // node 3: taken by the initializer
-  addNode(m, "", "Add", {"d", "w", "w"}, {"y"});   // node 4: reads w twice
+  addNode(m, "", "Mul", {"x", "w"}, {"a"});       // node 0: empty name
+  addNode(m, "dup", "Relu", {"a"}, {"b"});        // node 1
+  addNode(m, "dup", "Relu", {"b"}, {"c"});        // node 2: repeated name
+  addNode(m, "w", "Neg", {"c"}, {"d"});           // node 3: taken by the initializer
+  addNode(m, "", "Add", {"d", "w", "w"}, {"y"});  // node 4: reads w twice
   m.mutable_graph()->add_output()->set_name("y");
   const Graph g = load(m);
   std::vector<std::string> compute;
@@ -183,54 +184,64 @@ TEST(OnnxCrafted, Rejections) {
   cases.push_back({"unknown type", with([](auto& m) {
                      addInit(m, "w", 99, {1});
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "unknown data type 99"});
+                   }),
+                   "unknown data type 99"});
   cases.push_back({"undefined type", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::UNDEFINED, {1});
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "undefined"});
+                   }),
+                   "undefined"});
   cases.push_back({"negative dim", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {2, -3});
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "negative dimension"});
+                   }),
+                   "negative dimension"});
   cases.push_back({"huge", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::DOUBLE, {1LL << 40, 1LL << 30});
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "overflows"});
+                   }),
+                   "overflows"});
   cases.push_back({"raw_data", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {4})->set_raw_data("abc");
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "raw_data holds 3 bytes"});
+                   }),
+                   "raw_data holds 3 bytes"});
   cases.push_back({"unknown value", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addNode(m, "n", "Mul", {"x", "nowhere"}, {"y"});
-                   }), "\"nowhere\""});
+                   }),
+                   "\"nowhere\""});
   cases.push_back({"produced twice", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addNode(m, "a", "Mul", {"x", "w"}, {"y"});
                      addNode(m, "b", "Relu", {"x"}, {"y"});
-                   }), "produced twice"});
+                   }),
+                   "produced twice"});
   cases.push_back({"duplicate initializer", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "defined twice"});
-  cases.push_back({"no initializer", with([](auto& m) {
-                     addNode(m, "n", "Relu", {"x"}, {"y"});
-                   }), "recv"});
+                   }),
+                   "defined twice"});
+  cases.push_back(
+      {"no initializer", with([](auto& m) { addNode(m, "n", "Relu", {"x"}, {"y"}); }), "recv"});
   cases.push_back({"output is a Constant", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addNode(m, "c", "Constant", {}, {"y"});
-                   }), "Constant"});
+                   }),
+                   "Constant"});
   cases.push_back({"cycle", with([](auto& m) {
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addNode(m, "a", "Mul", {"b_out", "w"}, {"y"});
                      addNode(m, "b", "Relu", {"y"}, {"b_out"});
-                   }), "cycle"});
+                   }),
+                   "cycle"});
   cases.push_back({"no opset", with([](auto& m) {
                      m.clear_opset_import();
                      addInit(m, "w", onnx::TensorProto::FLOAT, {1});
                      addNode(m, "n", "Mul", {"x", "w"}, {"y"});
-                   }), "opset_import"});
+                   }),
+                   "opset_import"});
   for (Case& c : cases) {
     EXPECT_THAT(loadError(c.model), HasSubstr(c.message)) << c.what;
   }

@@ -52,7 +52,7 @@ std::string readBytes(const std::string& path) {
 }
 
 std::string writeTemp(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "tictac_onnx_" + name;
+  std::string path = ::testing::TempDir() + "tictac_onnx_" + name;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   return path;
 }
