@@ -7,7 +7,7 @@ xldrx/tictac given on the command line into a temporary directory, and runs
 the reference's own TAC loop (TAC._get_results: _update_properties, then a sort
 with its pairwise comparator, once per recv) on a graph in our interchange
 format. The reference imports TensorFlow and tftracer at module level but its
-TAC loop never calls them, so both are replaced by empty stub modules; the
+TAC loop never calls them, so both are replaced by empty placeholder modules; the
 TensorFlow graph walk is replaced by the same dependency sets computed here
 (not timed). Only the Python standard library is needed.
 
@@ -69,7 +69,7 @@ def main():
         g = json.load(f)
     tmp = tempfile.mkdtemp(prefix="tictac-ref-")
     extract_reference(args.reference_git, tmp)
-    from tictac.tac import TAC  # noqa: E402 (after the stubs)
+    from tictac.tac import TAC  # noqa: E402 (after the placeholders)
 
     ops = {op["name"]: op for op in g["ops"]}
     nodes = {name: Node(name) for name in ops}
