@@ -48,6 +48,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
 ContextImpl::~ContextImpl() {
   stop_ = true;
   if (progress_thread_.joinable()) progress_thread_.join();
+  if (backend_) flushBeforeClose(0);  // acks owed to peers leave before their kBye
   monitor_.reset();  // closes every bootstrap link (peers see kBye)
   if (!backend_) return;  // creation failed before the backend existed
   std::vector<Ready> ready;
@@ -76,22 +77,34 @@ ContextImpl::~ContextImpl() {
 }
 
 void ContextImpl::progressLoop() {
+  using Clock = SendScheduler::Clock;
+  constexpr auto kMaxSleep = std::chrono::milliseconds(1);
   unsigned idle = 0;
   while (!stop_) {
     if (progress() > 0) {
       idle = 0;
       continue;
     }
-    if (++idle < 1000) continue;
-    // Idle: sleep on the backend's event fd (or 1 ms) so two cores are not both spun.
+    int64_t retry = pace_retry_.load(std::memory_order_relaxed);
+    auto now = Clock::now();
+    auto until_retry = retry == INT64_MAX ? Clock::duration::max()
+                                          : Clock::time_point(Clock::duration(retry)) - now;
+    if (until_retry <= Clock::duration::zero()) continue;  // pacing admits a chunk now
+    // Spin a little for latency, unless pacing tells how long nothing will go.
+    if (until_retry > kMaxSleep && ++idle < 1000) continue;
+    // Idle: sleep on the backend's event fd (so two cores are not both spun),
+    // at most until pacing admits the next chunk, and at most 1 ms.
     int fd = -1;
     {
       std::lock_guard<std::mutex> lock(core_mu_);
       if (backend_->arm()) fd = backend_->eventFd();
     }
     if (sub_pending_) continue;
+    auto sleep = std::min<Clock::duration>(until_retry, kMaxSleep);
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sleep).count();
+    timespec ts{0, static_cast<long>(ns)};
     pollfd p{fd, POLLIN, 0};
-    ::poll(&p, fd >= 0 ? 1 : 0, 1);
+    ::ppoll(&p, fd >= 0 ? 1 : 0, &ts, nullptr);
     idle = 0;
   }
 }
@@ -160,6 +173,11 @@ void ContextImpl::handleLostPeers() {
     std::lock_guard<std::mutex> lock(sub_mu_);
     lost.swap(lost_);
   }
+  if (lost.empty()) return;
+  // A peer that closed gracefully flushed its acks before its kBye: take in
+  // what already arrived on the data path before failing what is left.
+  for (int i = 0; i < 16 && backend_->progress() > 0; ++i) {
+  }
   for (auto& [peer, why] : lost) failPeer(peer, why);
 }
 
@@ -182,6 +200,7 @@ std::string ContextImpl::peerName(uint32_t peer) {
 }
 
 void ContextImpl::closePeer(uint32_t peer) {
+  flushBeforeClose(peer);
   monitor_->remove(peer);
   std::lock_guard<std::mutex> lock(core_mu_);
   drainSubmissions();

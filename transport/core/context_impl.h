@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@
 #include "transport/core/wire.h"
 
 namespace tictac::transport {
+
+// How long close() / context destruction waits for the acks it owes peers.
+inline constexpr std::chrono::milliseconds kCloseFlushTimeout{1500};
 
 struct PeerKey {  // (peer, tensor id, iteration)
   uint32_t peer;
@@ -110,6 +114,7 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   struct Post {  // one backend post in flight
     wire::Header h;
     uint64_t op = 0;  // send op (data) or 0 (control)
+    uint32_t peer = 0;
     std::vector<wire::AckEntry> acks;
   };
   struct Landing {  // one backend receive in flight or to start
@@ -156,6 +161,13 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   unsigned pump();
   unsigned startLandings();
   unsigned flushControl();
+  // Before a bootstrap link closes (close(), context destruction): posts the
+  // queued acks/nacks/aborts of `peer` (0 = every peer) and progresses the
+  // backend until their sends completed or kCloseFlushTimeout passed, so the
+  // peer learns that its last tensors arrived before it sees the link's EOF.
+  // Caller holds no lock; the progress thread may run meanwhile.
+  void flushBeforeClose(uint32_t peer);
+  bool controlPending(uint32_t peer);  // core_mu_ held
   void onData(const wire::Header& h, Incoming& in);
   void onAcks(const wire::Header& h, const Incoming& in);
   void onNack(const wire::Header& h);
@@ -196,6 +208,10 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   uint64_t next_token_ = 1;
   std::vector<Ready> ready_;
 
+  // When pacing (rate_gbps) next allows a chunk while sends wait for tokens,
+  // as steady_clock ticks; INT64_MAX when no pacing wait is pending. Written
+  // by pump(), read by the progress thread to sleep exactly that long.
+  std::atomic<int64_t> pace_retry_{INT64_MAX};
   std::atomic<bool> stop_{false};
   std::thread progress_thread_;
 };

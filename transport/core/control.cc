@@ -69,7 +69,7 @@ unsigned ContextImpl::flushControl() {
     if (!peer.alive || (peer.acks.empty() && peer.ctrl.empty())) continue;
     for (auto& h : peer.ctrl) {
       uint64_t token = next_token_++;
-      auto [pt, ok] = posts_.emplace(token, Post{h, 0, {}});
+      auto [pt, ok] = posts_.emplace(token, Post{h, 0, id, {}});
       if (!backend_->post(id, wire::asBytes(pt->second.h), nullptr, 0, nullptr, token)) {
         posts_.erase(pt);
       }
@@ -82,6 +82,7 @@ unsigned ContextImpl::flushControl() {
       post.h.type = static_cast<uint8_t>(wire::MsgType::kAck);
       post.h.src_peer = peer.my_id_there;
       post.h.length = static_cast<uint32_t>(cnt * sizeof(wire::AckEntry));
+      post.peer = id;
       post.acks.assign(peer.acks.begin() + static_cast<long>(i),
                        peer.acks.begin() + static_cast<long>(i + cnt));
       uint64_t token = next_token_++;
@@ -94,6 +95,33 @@ unsigned ContextImpl::flushControl() {
     peer.acks.clear();
   }
   return n;
+}
+
+bool ContextImpl::controlPending(uint32_t peer) {
+  for (auto& [id, p] : peers_) {
+    if ((peer == 0 || id == peer) && p.alive && (!p.acks.empty() || !p.ctrl.empty())) return true;
+  }
+  for (auto& [token, post] : posts_) {
+    if (post.op != 0 || (peer != 0 && post.peer != peer)) continue;
+    auto pit = peers_.find(post.peer);
+    if (pit != peers_.end() && pit->second.alive) return true;
+  }
+  return false;
+}
+
+void ContextImpl::flushBeforeClose(uint32_t peer) {
+  auto deadline = std::chrono::steady_clock::now() + kCloseFlushTimeout;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(core_mu_);
+      flushControl();
+      backend_->progress();
+      flushControl();  // acks for data that landed during this progress
+      if (!controlPending(peer)) return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::yield();
+  }
 }
 
 }  // namespace tictac::transport

@@ -8,7 +8,8 @@ namespace tictac::transport {
 unsigned ContextImpl::pump() {
   unsigned n = 0;
   auto now = SendScheduler::Clock::now();
-  while (auto c = sched_->next(now)) {
+  auto retry = SendScheduler::Clock::time_point::max();
+  while (auto c = sched_->next(now, &retry)) {
     auto it = sends_.find(c->op_id);
     if (it == sends_.end()) {  // cannot happen: ops leave the scheduler before sends_
       sched_->ack(c->op_id, c->length);
@@ -18,6 +19,7 @@ unsigned ContextImpl::pump() {
     auto pit = peers_.find(op.peer);
     Post post;
     post.op = c->op_id;
+    post.peer = op.peer;
     post.h.type = static_cast<uint8_t>(wire::MsgType::kData);
     post.h.flags = c->last ? wire::kFlagLast : 0;
     post.h.src_peer = pit->second.my_id_there;
@@ -45,6 +47,12 @@ unsigned ContextImpl::pump() {
     op.posts++;
     ++n;
   }
+  // next() ended on nullopt: retry is when pacing admits the next chunk (max
+  // when only an ack or a new send can change that).
+  pace_retry_.store(retry == SendScheduler::Clock::time_point::max()
+                        ? INT64_MAX
+                        : static_cast<int64_t>(retry.time_since_epoch().count()),
+                    std::memory_order_relaxed);
   return n;
 }
 
@@ -125,7 +133,11 @@ void ContextImpl::tryFinishSend(uint64_t id) {
   if (op.posts > 0) return;  // the backend still reads the buffer
   bool confirmed = op.all_handed && op.acked >= op.len && (op.len > 0 || op.zero_acked);
   if (!confirmed && !op.failed) return;
+  // Not "acked => ok": a chunk that arrives before its expect is acked while
+  // its bytes may still wait at the sender (rendezvous); only the backend's
+  // completion of every post proves the buffer was read.
   Status st = op.failed ? *op.failed : Status::ok();
+  sched_->drop(id);  // no-op for a finished op; returns the credit of a failed one
   send_keys_.erase(PeerKey{op.peer, op.iteration, op.tensor});
   ready_.push_back(Ready{std::move(op.handle), std::move(op.cb), std::move(st)});
   sends_.erase(it);
