@@ -61,7 +61,8 @@ TEST(VerbsBackend, UnknownDeviceIsNoDevice) {
 
 TEST(VerbsBackend, BadOptionsAreInvalidArguments) {
   for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"gid_index", "abc"}, {"eager_bytes", "12"}, {"sq_depth", "0"}, {"sl", "99"}}) {
+           {"gid_index", "abc"}, {"eager_bytes", "12"}, {"sq_depth", "0"}, {"sl", "99"},
+           {"idle_yield_us", "2000000"}, {"idle_block_us", "-1"}}) {
     ContextOptions o = verbsOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);
@@ -122,6 +123,33 @@ TEST(VerbsBackend, SmallEagerAndLargeRendezvousInterleave) {
   for (auto& o : ops) EXPECT_TRUE(o->status().isOk()) << o->status().toString();
   for (size_t i = 0; i < sizes.size(); ++i) {
     EXPECT_EQ(checksum(src[i].data(), sizes[i]), checksum(dst[i].data(), sizes[i])) << sizes[i];
+  }
+}
+
+// The idle paths (yield, then a short sleep on the completion channel after
+// every idle call) must never lose a wake-up: a ping-pong completes intact.
+TEST(VerbsBackend, IdleYieldAndSleepLoseNoMessage) {
+  REQUIRE_DEVICE();
+  Pair p = makePair("verbs", false, [](ContextOptions& o) {
+    o.backend_config["idle_spins"] = "0";
+    o.backend_config["idle_yield_us"] = "300";
+    o.backend_config["idle_block_us"] = "200";
+  });
+  for (uint64_t i = 0; i < 40; ++i) {
+    size_t len = i % 2 ? 4096 : 8;
+    std::vector<char> ping(len), got(len), back(len);
+    fillPattern(ping.data(), len, i + 7);
+    auto e = p.ba->expect({i, 9, ""}, got.data(), len);
+    auto s = p.ab->send({i, 9, ""}, ping.data(), len, 0);
+    ASSERT_TRUE(e && s);
+    ASSERT_TRUE(driveUntil(p, [&] { return e.value()->done() && s.value()->done(); })) << i;
+    ASSERT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
+    auto e2 = p.ab->expect({i, 10, ""}, back.data(), len);
+    auto s2 = p.ba->send({i, 10, ""}, got.data(), len, 0);
+    ASSERT_TRUE(e2 && s2);
+    ASSERT_TRUE(driveUntil(p, [&] { return e2.value()->done() && s2.value()->done(); })) << i;
+    ASSERT_TRUE(e2.value()->status().isOk()) << e2.value()->status().toString();
+    EXPECT_EQ(checksum(ping.data(), len), checksum(back.data(), len)) << i;
   }
 }
 

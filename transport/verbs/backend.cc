@@ -64,9 +64,11 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "rq_depth", 8, 16384, &tune_.rq_depth),
         parseU32(options, "traffic_class", 0, 255, &tc), parseU32(options, "sl", 0, 15, &sl),
         parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
-        parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us)}) {
+        parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us),
+        parseU32(options, "idle_yield_us", 0, 1000000, &tune_.idle_yield_us)}) {
     if (!s) return s;
   }
+  stats_.init();
   tune_.traffic_class = static_cast<uint8_t>(tc);
   tune_.sl = static_cast<uint8_t>(sl);
   auto cfg = deviceConfig(options);
@@ -79,6 +81,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
 
 VerbsBackend::~VerbsBackend() {
   removeUnmapHook(hook_, hook_arg_);
+  stats_.print("backend");
   if (!dev_) return;
   for (auto& [qpn, c] : conns_) {
     if (c->qp != nullptr) destroyConn(*c);

@@ -23,6 +23,7 @@
 
 #include "transport/verbs/device.h"
 #include "transport/verbs/proto.h"
+#include "transport/verbs/stats.h"
 
 namespace tictac::transport::verbs {
 
@@ -34,6 +35,7 @@ struct Tuning {
   uint8_t sl = 0;
   uint32_t idle_spins = 64;       // idle progress() calls before one blocks
   uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
+  uint32_t idle_yield_us = 0;     // first yield the CPU this long (from the first idle call)
 };
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
@@ -95,6 +97,7 @@ class VerbsBackend final : public Backend {
     bool with_imm = false;     // kWrite: the transfer's last piece
     ibv_mr* own_mr = nullptr;  // deregistered when the work is done
     int slot = -1;
+    uint64_t posted_ns = 0;  // Stats: when it was posted
   };
   struct RndvSend {  // a posted rendezvous payload waiting for its kCts
     uint64_t token;
@@ -147,6 +150,7 @@ class VerbsBackend final : public Backend {
   void finishRndvSend(uint64_t send_id, const Status& st);
   Result<ibv_mr*> regTemp(const void* addr, size_t len);
   unsigned drainChannel();
+  bool yieldWhileIdle();  // idle for less than idle_yield_us
 
   BackendEvents* events_;
   std::unique_ptr<Device> dev_;
@@ -166,7 +170,9 @@ class VerbsBackend final : public Backend {
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
   uint32_t idle_ = 0;  // consecutive progress() calls without work
+  uint64_t idle_since_ns_ = 0;  // when the current idle stretch began
   bool armed_ = false;
+  Stats stats_;  // TICTAC_VERBS_STATS=1
 };
 
 }  // namespace tictac::transport::verbs

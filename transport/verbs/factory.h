@@ -20,6 +20,11 @@
 //                nothing (64), the next one sleeps on the completion channel
 //                for at most this long (1000 us; 0 = always spin): two busy
 //                pollers starve rxe, which does its work in the kernel
+//   idle_yield_us  before that sleep, sched_yield() in each idle progress()
+//                call for this long from the first idle one (0 = off, default)
+// TICTAC_VERBS_STATS=1 prints the backend's diagnostic counters (sleeps,
+// post -> completion times, gaps between progress() calls; stats.h) as one
+// JSON line on stderr when the backend is destroyed.
 // Every numeric key may also come from TICTAC_VERBS_<KEY> (e.g.
 // TICTAC_VERBS_IDLE_SPINS); BackendOptions::config wins.
 // No device: kNoDevice with the reason. Never initializes UCX.

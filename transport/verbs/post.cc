@@ -121,6 +121,7 @@ void VerbsBackend::flush(Conn& c) {
     }
     c.backlog.pop_front();
   }
+  if (stats_.on && !c.backlog.empty()) ++stats_.backlog_waits;
 }
 
 int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
@@ -155,6 +156,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   }
   int rc = ibv_post_send(c.qp, &wr, &bad);
   if (rc != 0) return rc;
+  if (stats_.on) w.posted_ns = Stats::nowNs();
   if (w.kind == Work::kMsg) {
     c.free_slots.pop_back();
     w.slot = static_cast<int>(slot);

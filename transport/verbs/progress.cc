@@ -1,6 +1,7 @@
 // Verbs backend: completions, incoming messages, wake-up (progress context).
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sched.h>
 
 #include <cerrno>
 #include <cstring>
@@ -42,12 +43,19 @@ unsigned VerbsBackend::drainChannel() {
 
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
-  if (tune_.idle_block_us > 0 && idle_ >= tune_.idle_spins) {
+  if (stats_.on) stats_.onProgressEnter(Stats::nowNs());
+  if (idle_ >= tune_.idle_spins && yieldWhileIdle()) {
+    // Keep the CPU but let the kernel run: rxe's deferred work (tasklets,
+    // ksoftirqd) and a peer on the same CPU get it now, not at the next tick.
+    ::sched_yield();
+  } else if (tune_.idle_block_us > 0 && idle_ >= tune_.idle_spins) {
     idle_ = 0;
     if (arm()) {  // nothing pending: sleep on the CQ channel instead of spinning
       pollfd p{dev_->channel->fd, POLLIN, 0};
       timespec ts{tune_.idle_block_us / 1000000, (tune_.idle_block_us % 1000000) * 1000L};
-      ::ppoll(&p, 1, &ts, nullptr);
+      uint64_t t0 = stats_.on ? Stats::nowNs() : 0;
+      int rc = ::ppoll(&p, 1, &ts, nullptr);
+      if (stats_.on) stats_.onSleep(Stats::nowNs() - t0, rc == 0);
     }
   }
   if (armed_) {
@@ -92,8 +100,18 @@ unsigned VerbsBackend::progress() {
       ++it;
     }
   }
-  idle_ = n == 0 ? idle_ + 1 : 0;
+  if (n != 0) {
+    idle_ = 0;
+  } else if (idle_++ == 0) {
+    idle_since_ns_ = Stats::nowNs();
+  }
+  if (stats_.on) stats_.last_return_ns = Stats::nowNs();
   return n;
+}
+
+bool VerbsBackend::yieldWhileIdle() {
+  if (tune_.idle_yield_us == 0) return false;
+  return Stats::nowNs() - idle_since_ns_ < uint64_t{tune_.idle_yield_us} * 1000;
 }
 
 void VerbsBackend::onCompletion(const ibv_wc& wc) {
@@ -101,6 +119,7 @@ void VerbsBackend::onCompletion(const ibv_wc& wc) {
   Conn* c = connByQpn(wc.qp_num);
   if (c == nullptr) return;
   c->rq_posted--;
+  if (stats_.on) ++stats_.recv_cqes;
   if (wc.status != IBV_WC_SUCCESS) {
     if (!c->dead && !c->reported) {
       c->reported = true;
@@ -119,6 +138,7 @@ void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
   if (wt == works_.end()) return;
   Work w = std::move(wt->second);
   works_.erase(wt);
+  if (stats_.on) stats_.onSendCqe(w.posted_ns, Stats::nowNs());
   Conn* c = connByQpn(w.qpn);
   if (c != nullptr) {
     c->sq_used--;

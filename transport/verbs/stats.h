@@ -1,0 +1,38 @@
+// transport/verbs/stats.h: diagnostic counters of the verbs backend (internal).
+//
+// Filled in the progress context by VerbsBackend when TICTAC_VERBS_STATS=1
+// (otherwise untouched and free: only a flag test per event). Printed as one
+// JSON line to stderr when the backend is destroyed, so a benchmark run in
+// the soft-RoCE guest shows where time goes: how often and how long the idle
+// path slept on the completion channel, how long a posted work request took
+// to complete (post -> CQE), and the longest gap between two progress() calls
+// (a gap of a guest tick means the caller itself was not running).
+#pragma once
+
+#include <cstdint>
+
+namespace tictac::transport::verbs {
+
+struct Stats {
+  bool on = false;
+  uint64_t progress_calls = 0;
+  uint64_t sleeps = 0;           // ppoll on the completion channel
+  uint64_t sleep_timeouts = 0;   // ... that ended without an event
+  uint64_t sleep_ns = 0, sleep_max_ns = 0;
+  uint64_t gaps_over_1ms = 0, gap_max_ns = 0;  // between progress() calls
+  uint64_t send_cqes = 0, recv_cqes = 0;
+  uint64_t send_ns = 0, send_max_ns = 0, sends_over_1ms = 0;  // post -> CQE
+  uint64_t backlog_waits = 0;  // work that could not be posted at once
+  uint64_t last_return_ns = 0;
+
+  static uint64_t nowNs();
+  // Reads TICTAC_VERBS_STATS (1 = on).
+  void init();
+  void onProgressEnter(uint64_t now);
+  void onSendCqe(uint64_t posted_ns, uint64_t now);
+  void onSleep(uint64_t ns, bool timed_out);
+  // One JSON line on stderr (when on).
+  void print(const char* who) const;
+};
+
+}  // namespace tictac::transport::verbs
