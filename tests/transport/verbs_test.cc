@@ -60,9 +60,13 @@ TEST(VerbsBackend, UnknownDeviceIsNoDevice) {
 }
 
 TEST(VerbsBackend, BadOptionsAreInvalidArguments) {
-  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"gid_index", "abc"}, {"eager_bytes", "12"}, {"sq_depth", "0"}, {"sl", "99"},
-           {"idle_yield_us", "2000000"}, {"idle_block_us", "-1"}}) {
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"gid_index", "abc"},
+                                                        {"eager_bytes", "12"},
+                                                        {"sq_depth", "0"},
+                                                        {"sl", "99"},
+                                                        {"idle_yield_us", "2000000"},
+                                                        {"idle_block_us", "-1"}}) {
     ContextOptions o = verbsOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);

@@ -169,7 +169,7 @@ class VerbsBackend final : public Backend {
   uint32_t max_inline_ = 0;
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
-  uint32_t idle_ = 0;  // consecutive progress() calls without work
+  uint32_t idle_ = 0;           // consecutive progress() calls without work
   uint64_t idle_since_ns_ = 0;  // when the current idle stretch began
   bool armed_ = false;
   Stats stats_;  // TICTAC_VERBS_STATS=1

@@ -48,20 +48,20 @@ void Stats::onSleep(uint64_t ns, bool timed_out) {
 void Stats::print(const char* who) const {
   if (!on) return;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
-  std::fprintf(stderr,
-               "{\"verbs_stats\":\"%s\",\"progress_calls\":%llu,\"sleeps\":%llu,"
-               "\"sleep_timeouts\":%llu,\"sleep_us\":%.0f,\"sleep_max_us\":%.0f,"
-               "\"gaps_over_1ms\":%llu,\"gap_max_us\":%.0f,\"send_cqes\":%llu,\"recv_cqes\":%llu,"
-               "\"send_mean_us\":%.1f,\"send_max_us\":%.0f,\"sends_over_1ms\":%llu,"
-               "\"backlog_waits\":%llu}\n",
-               who, static_cast<unsigned long long>(progress_calls),
-               static_cast<unsigned long long>(sleeps),
-               static_cast<unsigned long long>(sleep_timeouts), us(sleep_ns), us(sleep_max_ns),
-               static_cast<unsigned long long>(gaps_over_1ms), us(gap_max_ns),
-               static_cast<unsigned long long>(send_cqes), static_cast<unsigned long long>(recv_cqes),
-               send_cqes ? us(send_ns) / static_cast<double>(send_cqes) : 0.0, us(send_max_ns),
-               static_cast<unsigned long long>(sends_over_1ms),
-               static_cast<unsigned long long>(backlog_waits));
+  std::fprintf(
+      stderr,
+      "{\"verbs_stats\":\"%s\",\"progress_calls\":%llu,\"sleeps\":%llu,"
+      "\"sleep_timeouts\":%llu,\"sleep_us\":%.0f,\"sleep_max_us\":%.0f,"
+      "\"gaps_over_1ms\":%llu,\"gap_max_us\":%.0f,\"send_cqes\":%llu,\"recv_cqes\":%llu,"
+      "\"send_mean_us\":%.1f,\"send_max_us\":%.0f,\"sends_over_1ms\":%llu,"
+      "\"backlog_waits\":%llu}\n",
+      who, static_cast<unsigned long long>(progress_calls), static_cast<unsigned long long>(sleeps),
+      static_cast<unsigned long long>(sleep_timeouts), us(sleep_ns), us(sleep_max_ns),
+      static_cast<unsigned long long>(gaps_over_1ms), us(gap_max_ns),
+      static_cast<unsigned long long>(send_cqes), static_cast<unsigned long long>(recv_cqes),
+      send_cqes ? us(send_ns) / static_cast<double>(send_cqes) : 0.0, us(send_max_ns),
+      static_cast<unsigned long long>(sends_over_1ms),
+      static_cast<unsigned long long>(backlog_waits));
 }
 
 }  // namespace tictac::transport::verbs

@@ -16,8 +16,8 @@ namespace tictac::transport::verbs {
 struct Stats {
   bool on = false;
   uint64_t progress_calls = 0;
-  uint64_t sleeps = 0;           // ppoll on the completion channel
-  uint64_t sleep_timeouts = 0;   // ... that ended without an event
+  uint64_t sleeps = 0;          // ppoll on the completion channel
+  uint64_t sleep_timeouts = 0;  // ... that ended without an event
   uint64_t sleep_ns = 0, sleep_max_ns = 0;
   uint64_t gaps_over_1ms = 0, gap_max_ns = 0;  // between progress() calls
   uint64_t send_cqes = 0, recv_cqes = 0;
