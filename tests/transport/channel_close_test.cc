@@ -119,6 +119,27 @@ TEST_P(ChannelCloseTest, CanceledSendsDoNotLeakWindowCredit) {
   }
 }
 
+// rate_gbps paces the progress thread: 4 MiB at 0.5 Gb/s needs >= ~67 ms
+// (one chunk of burst allowed) and must not stall (generous upper bound).
+TEST_P(ChannelCloseTest, PacedSendWithProgressThreadKeepsTheRate) {
+  auto [backend, destroy_context, thread] = GetParam();
+  if (destroy_context || !thread) GTEST_SKIP() << "one variant is enough";
+  Pair p = makePair(backend, true, [](ContextOptions& o) { o.rate_gbps = 0.5; });
+  const size_t len = 4 << 20;
+  std::vector<char> src(len, 3), dst(len);
+  auto t0 = std::chrono::steady_clock::now();
+  auto e = p.ba->expect({1, 0, ""}, dst.data(), len);
+  auto s = p.ab->send({1, 0, ""}, src.data(), len);
+  ASSERT_TRUE(e && s);
+  ASSERT_TRUE(s.value()->wait(20s).isOk());
+  ASSERT_TRUE(e.value()->wait(20s).isOk());
+  auto took = std::chrono::steady_clock::now() - t0;
+  double min_s = double(len - (256 << 10)) * 8 / 0.5e9;
+  EXPECT_GE(std::chrono::duration<double>(took).count(), min_s * 0.95);
+  EXPECT_LT(took, 10s);
+  EXPECT_EQ(checksum(src.data(), len), checksum(dst.data(), len));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ChannelCloseTest,
                          ::testing::Combine(::testing::ValuesIn(selectedBackends()),
                                             ::testing::Bool(), ::testing::Bool()),
