@@ -17,6 +17,8 @@ transport::ContextOptions contextOptions(const Config& c) {
   if (!c.shaped) o.rate_gbps = c.rate_gbps;
   // Large jobs queue every parameter to every worker at once.
   o.max_queued = 1u << 20;
+  // Roles start in any order, in namespaces, possibly under load.
+  o.connect_timeout = std::chrono::seconds(30);
   return o;
 }
 

@@ -63,17 +63,26 @@ int runServer(const Job& job, uint32_t rank) {
   if (!ctx.isOk()) { std::cerr << "tictac-ps ps" << rank << ": " << ctx.status().toString() << "\n"; return 1; }
   auto listener = ctx.value()->listen(static_cast<uint16_t>(c.port + rank));
   if (!listener.isOk()) { std::cerr << "tictac-ps ps" << rank << ": " << listener.status().toString() << "\n"; return 1; }
-  std::vector<std::shared_ptr<Channel>> ch(c.workers);
+  // Accept every worker's bootstrap link first, then read the hellos: a slow
+  // hello from one worker must not hold the others' handshakes in the backlog
+  // past their connect deadline.
+  std::vector<std::shared_ptr<Channel>> accepted, ch(c.workers);
+  std::vector<uint32_t> who(c.workers, 0);
+  std::vector<OpHandle> hellos;
   for (uint32_t i = 0; i < c.workers; ++i) {
     auto a = listener.value()->accept(std::chrono::seconds(60));
     if (!a.isOk()) { std::cerr << "tictac-ps ps" << rank << ": accept: " << a.status().toString() << "\n"; return 1; }
-    uint32_t who = 0;
-    auto e = a.value()->expect(TensorKey{kCtrlHello, 0, ""}, &who, sizeof who);
-    if (!e.isOk() || !e.value()->wait(std::chrono::seconds(30)).isOk() || who >= c.workers || ch[who]) {
-      std::cerr << "tictac-ps ps" << rank << ": bad hello from " << a.value()->peerName() << "\n";
+    auto e = a.value()->expect(TensorKey{kCtrlHello, 0, ""}, &who[i], sizeof who[i]);
+    if (!e.isOk()) { std::cerr << "tictac-ps ps" << rank << ": " << e.status().toString() << "\n"; return 1; }
+    accepted.push_back(a.value());
+    hellos.push_back(e.value());
+  }
+  for (uint32_t i = 0; i < c.workers; ++i) {
+    if (!hellos[i]->wait(std::chrono::seconds(30)).isOk() || who[i] >= c.workers || ch[who[i]]) {
+      std::cerr << "tictac-ps ps" << rank << ": bad hello from " << accepted[i]->peerName() << "\n";
       return 1;
     }
-    ch[who] = a.value();
+    ch[who[i]] = accepted[i];
   }
   std::vector<OpIndex> mine;
   for (OpIndex r : job.recvs()) if (job.shardOf(r) == rank) mine.push_back(r);
