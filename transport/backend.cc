@@ -40,4 +40,19 @@ Result<std::unique_ptr<Backend>> createBackend(const std::string& name,
   return Status(StatusCode::kInvalidArgument, "unknown backend '" + name + "' (ucx, verbs)");
 }
 
+unsigned deliverDeferred(DeferredDone& sends, DeferredDone& recvs, BackendEvents* events) {
+  unsigned n = 0;
+  for (; !sends.empty(); ++n) {
+    auto [token, st] = std::move(sends.front());
+    sends.pop_front();
+    events->onSendDone(token, st);
+  }
+  for (; !recvs.empty(); ++n) {
+    auto [token, st] = std::move(recvs.front());
+    recvs.pop_front();
+    events->onReceiveDone(token, st);
+  }
+  return n;
+}
+
 }  // namespace tictac::transport

@@ -16,10 +16,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tictac/transport/status.h"
@@ -107,6 +109,12 @@ class Backend {
   virtual bool installUnmapHook(UnmapHook hook, void* arg) = 0;
   virtual void removeUnmapHook(UnmapHook hook, void* arg) = 0;
 };
+
+// Completions a backend finished inside a posting call and defers to its next
+// progress() (the contract: events never fire inside the call that posted).
+using DeferredDone = std::deque<std::pair<uint64_t, Status>>;
+// Reports and empties both queues, sends first; returns how many it reported.
+unsigned deliverDeferred(DeferredDone& sends, DeferredDone& recvs, BackendEvents* events);
 
 // Each backend folder exposes one factory (transport/<name>/factory.h):
 //   Result<std::unique_ptr<Backend>> create(const BackendOptions&, BackendEvents*);

@@ -87,8 +87,7 @@ class UcxBackend final : public Backend {
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER
   std::map<PeerId, std::unique_ptr<PeerEp>> eps_;
   std::vector<void*> closing_;                            // ep close requests
-  std::deque<std::pair<uint64_t, Status>> sends_done_;     // completed immediately
-  std::deque<std::pair<uint64_t, Status>> recvs_done_;
+  DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
   void* hook_arg_ = nullptr;
 };

@@ -98,18 +98,7 @@ void UcxBackend::release(void* desc) {
 unsigned UcxBackend::progress() {
   unsigned n = ucp_worker_progress(worker_);
   // Immediate completions are reported here, never inside the posting call.
-  while (!sends_done_.empty()) {
-    auto [token, st] = std::move(sends_done_.front());
-    sends_done_.pop_front();
-    events_->onSendDone(token, st);
-    ++n;
-  }
-  while (!recvs_done_.empty()) {
-    auto [token, st] = std::move(recvs_done_.front());
-    recvs_done_.pop_front();
-    events_->onReceiveDone(token, st);
-    ++n;
-  }
+  n += deliverDeferred(sends_done_, recvs_done_, events_);
   for (size_t i = 0; i < closing_.size();) {
     if (ucp_request_check_status(closing_[i]) != UCS_INPROGRESS) {
       ucp_request_free(closing_[i]);

@@ -164,7 +164,7 @@ class VerbsBackend final : public Backend {
   std::unordered_map<uint32_t, RndvRecv> rrecvs_;
   uint64_t next_send_id_ = 1;
   uint32_t next_recv_id_ = 1;
-  std::deque<std::pair<uint64_t, Status>> sends_done_, recvs_done_;
+  DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   std::vector<std::pair<PeerId, Status>> pending_peer_errors_;
   uint32_t max_inline_ = 0;
   std::vector<ibv_wc> polled_;  // completions seen by arm()

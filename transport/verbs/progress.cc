@@ -79,18 +79,7 @@ unsigned VerbsBackend::progress() {
   for (auto& [peer, st] : pending_peer_errors_) events_->onPeerError(peer, st);
   n += static_cast<unsigned>(pending_peer_errors_.size());
   pending_peer_errors_.clear();
-  while (!sends_done_.empty()) {
-    auto [token, st] = std::move(sends_done_.front());
-    sends_done_.pop_front();
-    events_->onSendDone(token, st);
-    ++n;
-  }
-  while (!recvs_done_.empty()) {
-    auto [token, st] = std::move(recvs_done_.front());
-    recvs_done_.pop_front();
-    events_->onReceiveDone(token, st);
-    ++n;
-  }
+  n += deliverDeferred(sends_done_, recvs_done_, events_);
   for (auto it = conns_.begin(); it != conns_.end();) {  // flushed dead QPs go away
     Conn& c = *it->second;
     if (c.dead && c.sq_used == 0 && c.rq_posted == 0) {
