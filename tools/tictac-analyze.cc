@@ -20,6 +20,7 @@
 #include "tictac/sched/analyzer.h"
 #include "tictac/sched/graph.h"
 #include "tictac/sched/timing.h"
+#include "tools/sched_tool.h"
 
 namespace {
 
@@ -62,12 +63,8 @@ int run(const Args& a) {
               << "'; known: " << joined(reg.names()) << " (load others with --plugin LIB.so)\n";
     return 2;
   }
-  try {
-    std::vector<std::string> warnings;
-    Graph g = loadGraph(a.graph, &warnings);
-    for (const auto& w : warnings) std::cerr << "tictac-analyze: warning: " << w << "\n";
-    if (!a.timing.empty())
-      std::cerr << "tictac-analyze: " << loadTimingTrace(g, a.timing).summary() << "\n";
+  return tictac::tools::runReporting("tictac-analyze", [&] {
+    Graph g = tictac::tools::loadGraphReporting("tictac-analyze", a.graph, a.timing);
     const std::string text = render(analyzer->analyze(g, a.opts), a.json);
     if (a.out.empty()) {
       std::cout << text << std::flush;
@@ -78,14 +75,8 @@ int run(const Args& a) {
       f.close();
       if (!f) throw std::runtime_error("cannot write " + a.out);
     }
-  } catch (const InputError& e) {
-    std::cerr << "tictac-analyze: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "tictac-analyze: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "tictac/sched/graph.h"
 #include "tictac/sched/sim.h"
 #include "tictac/sched/timing.h"
+#include "tools/sched_tool.h"
 
 namespace {
 
@@ -127,14 +128,9 @@ int run(Args& a) {
     std::cerr << "tictac-sim: " << e.what() << "\n";
     return 2;
   }
-  try {
+  return tictac::tools::runReporting("tictac-sim", [&] {
     validateSimOptions(a.sim);
-    std::vector<std::string> warnings;
-    Graph g = loadGraph(a.graph, &warnings);
-    for (const auto& w : warnings) std::cerr << "tictac-sim: warning: " << w << "\n";
-    if (!a.timing.empty()) {
-      std::cerr << "tictac-sim: " << loadTimingTrace(g, a.timing).summary() << "\n";
-    }
+    Graph g = tictac::tools::loadGraphReporting("tictac-sim", a.graph, a.timing);
     AnalyzerOptions ao;
     ao.bandwidth_gbps = a.sim.bandwidth_gbps;
     ao.latency_us = a.sim.latency_us;
@@ -173,14 +169,8 @@ int run(Args& a) {
     summary(a, g, order_name, r);
     std::cout << render(a, order_name, r) << std::flush;
     if (!std::cout) throw std::runtime_error("cannot write to stdout");
-  } catch (const InputError& e) {
-    std::cerr << "tictac-sim: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "tictac-sim: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }
 
 }  // namespace
