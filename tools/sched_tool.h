@@ -20,7 +20,8 @@ inline sched::Graph loadGraphReporting(const char* tool, const std::string& path
   std::vector<std::string> warnings;
   sched::Graph g = sched::loadGraph(path, &warnings);
   for (const auto& w : warnings) std::cerr << tool << ": warning: " << w << "\n";
-  if (!timing.empty()) std::cerr << tool << ": " << sched::loadTimingTrace(g, timing).summary() << "\n";
+  if (!timing.empty())
+    std::cerr << tool << ": " << sched::loadTimingTrace(g, timing).summary() << "\n";
   return g;
 }
 
