@@ -95,6 +95,21 @@ class Backend {
   // Drops a retained payload.
   virtual void release(void* desc) = 0;
 
+  // True when a successful onSendDone() of a post of `len` payload bytes
+  // covered by `region` (null: none) proves the peer's memory already holds
+  // the message: an RC SEND or RDMA WRITE the remote NIC acknowledged, a UCX
+  // rendezvous the receiver finished. The core then takes that completion as
+  // the chunk's delivery confirmation (window credit) and flags the chunk so
+  // the receiver does not ack it (it still acks one it has to stash, because a
+  // rendezvous send cannot complete before the matching expect; the sender
+  // credits each chunk once, on whichever arrives first). post() must honour
+  // the answer for the same (len, region): a pure function, any thread.
+  virtual bool confirmsDelivery(size_t len, const MemoryRegion* region) const {
+    (void)len;
+    (void)region;
+    return false;
+  }
+
   // Makes progress and delivers events; returns how many were handled.
   virtual unsigned progress() = 0;
   // An fd that becomes readable when arm() returned true and events arrive;
