@@ -1,0 +1,57 @@
+// tictac-perf: shared helpers (percentiles, expect ring, config, table rows).
+#include <algorithm>
+
+#include "tools/perf/perf.h"
+
+namespace tictac::perf {
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[i];
+}
+
+json latJson(const std::vector<double>& us) {
+  return {{"p50", pct(us, 0.5)}, {"p99", pct(us, 0.99)}, {"p999", pct(us, 0.999)},
+          {"max", us.empty() ? 0.0 : *std::max_element(us.begin(), us.end())}};
+}
+
+double sinceUs(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+void ExpectRing::fill(uint64_t depth) {
+  while (next < count && next - done < depth) {
+    uint64_t i = next++;
+    auto e = ch->expect({base + i, it, ""}, buf->data(), buf->size(), [this, i](const Status& s) {
+      if (!s) std::fprintf(stderr, "tictac-perf: receive failed: %s\n", s.toString().c_str());
+      done++;
+      if (on_done) on_done(i);
+    });
+    if (!e) std::fprintf(stderr, "tictac-perf: expect: %s\n", e.status().toString().c_str());
+  }
+}
+
+Status sendConfig(Session& s, const RunConfig& cfg) {
+  auto op = s.ch->send({kConfigId, s.run, ""}, &cfg, sizeof(cfg), 0);
+  if (!op) return op.status();
+  return s.wait(op.value());
+}
+
+void printRow(const json& r, bool header) {
+  if (header) {
+    std::fprintf(stderr, "%s\n", std::string(100, '-').c_str());
+    std::fprintf(stderr, " %-9s %-9s %-10s %-12s %-12s %-11s %-11s %-11s %-11s\n", "#mode",
+                 "#bytes", "#iters", "BW[Gb/s]", "MsgRate[Mpps]", "t_p50[us]", "t_p99[us]",
+                 "t_p999[us]", "t_max[us]");
+  }
+  const json& l = r.contains("hi_lat_us") ? r["hi_lat_us"] : r["lat_us"];
+  std::fprintf(stderr, " %-9s %-9zu %-10zu %-12.3f %-13.4f %-11.2f %-11.2f %-11.2f %-11.2f\n",
+               r.value("mode", r.value("test", "")).c_str(), r["size"].get<size_t>(),
+               r["iters"].get<size_t>(), r["bw_gbps"].get<double>(),
+               r["msg_rate_mpps"].get<double>(), l["p50"].get<double>(), l["p99"].get<double>(),
+               l["p999"].get<double>(), l["max"].get<double>());
+}
+
+}  // namespace tictac::perf

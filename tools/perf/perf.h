@@ -1,0 +1,88 @@
+// tools/perf/perf.h: the pieces of tictac-perf (client runs, server loop,
+// shared helpers). The client chooses every run's parameters and sends them to
+// the server as a config tensor (RunConfig) before the run; both sides drive
+// progress from their own thread (Session::progress), no progress thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tictac/transport/context.h"
+
+namespace tictac::perf {
+
+using transport::Channel;
+using transport::Context;
+using transport::ContextOptions;
+using transport::Status;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// Tensor id spaces of one run (the low bits count within a space).
+constexpr uint64_t kConfigId = 5ull << 40, kUrgent = 1ull << 40, kBulk = 2ull << 40,
+                   kReply = 3ull << 40, kDone = 4ull << 40;
+
+enum Test : uint32_t { kBw = 1, kLat = 2, kPrio = 3, kQuit = 9 };
+enum Mode : uint32_t { kPriority = 0, kFifo = 1, kIsolated = 2 };
+
+struct RunConfig {  // sent client -> server before every run
+  uint32_t test = 0, mode = 0;
+  uint64_t size = 0, iters = 0, bulk = 0;
+};
+
+// One side's connection(s); `run` numbers the runs (the tensors' iteration).
+struct Session {
+  std::vector<std::shared_ptr<Context>> ctx;
+  std::shared_ptr<Channel> ch, ch2;  // ch2: the second connection (isolated mode)
+  uint32_t run = 0;
+  void progress() {
+    for (auto& c : ctx) c->progress();
+  }
+  Status wait(const transport::OpHandle& op) {
+    while (!op->done()) progress();
+    return op->status();
+  }
+};
+
+struct Options {  // the command line
+  std::string backend = "ucx", test = "bw", device, server;
+  size_t size = 0, iters = 0, window = 0, chunk = 0, bulk = 8 << 20;
+  bool all = false, json_out = false;
+  double rate = 0;
+  uint16_t port = 18515;
+};
+
+double pct(std::vector<double> v, double p);
+// {p50, p99, p999, max} of latencies in microseconds.
+json latJson(const std::vector<double>& us);
+double sinceUs(Clock::time_point t0, Clock::time_point t1);
+
+// Keeps `depth` expects posted for ids base+0 .. base+count-1 into buf.
+struct ExpectRing {
+  Channel* ch;
+  uint64_t base, count, next = 0, done = 0;
+  uint32_t it;
+  std::vector<char>* buf;
+  std::function<void(uint64_t)> on_done;
+  // Posts expects until `depth` are outstanding (or all `count` were posted).
+  void fill(uint64_t depth);
+};
+
+// Sends the run's config tensor and waits for its completion.
+Status sendConfig(Session& s, const RunConfig& cfg);
+// One perftest-like table row on stderr (with the header first when asked).
+void printRow(const json& r, bool header);
+
+// Server: serves runs until the client's kQuit; 0 ok, 1 on a failed transfer.
+int serve(Session& s, transport::Listener& listener);
+// Client: every requested run, rows on stderr, JSON lines on `out` with --json;
+// 0 ok, 1 when a run failed.
+int runClient(Session& s, const Options& o, const ContextOptions& copts, FILE* out);
+
+}  // namespace tictac::perf
