@@ -103,6 +103,29 @@ TEST(PsIntegration, RandomOrderEveryWorkerItsOwn) {
   unlink(g.c_str());
 }
 
+TEST(PsIntegration, AutotuneReportsItsChoiceAndUsesIt) {
+  std::string g = writeChainGraph();
+  int status = 0;
+  json r = run(g + " --order tac --iterations 2 --autotune", status);
+  EXPECT_EQ(status, 0);
+  expectIntact(r, false);
+  ASSERT_TRUE(r.contains("autotune"));
+  const json& t = r["autotune"];
+  size_t chunk = t["chunk_bytes"], window = t["window_bytes"];
+  EXPECT_TRUE(chunk == (64u << 10) || chunk == (256u << 10) || chunk == (1u << 20)) << chunk;
+  EXPECT_TRUE(window == (1u << 20) || window == 2 * chunk || window == (4u << 20)) << window;
+  // The search keeps the defaults unless a setting measured faster.
+  EXPECT_GT(t["default_iteration_us"].get<double>(), 0);
+  EXPECT_LE(t["chosen_iteration_us"].get<double>(), t["default_iteration_us"].get<double>());
+  EXPECT_GE(t["gain"].get<double>(), 0);
+  EXPECT_LT(t["gain"].get<double>(), 1);
+  EXPECT_EQ(t["iterations_per_setting"], 2);
+  // The reported run used the chosen knobs.
+  EXPECT_EQ(r["chunk_bytes"], chunk);
+  EXPECT_EQ(r["window_bytes"], window);
+  unlink(g.c_str());
+}
+
 TEST(PsIntegration, BadInputExits2) {
   int status = 0;
   run("/nonexistent.json", status);  // unreadable file: an I/O failure (1)
