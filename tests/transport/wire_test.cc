@@ -1,10 +1,12 @@
 // Wire header validation, bootstrap Hello encoding, TSV hint parsing.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 
 #include "tictac/transport/hints.h"
+#include "transport/backend.h"
 #include "transport/core/bootstrap.h"
 #include "transport/core/wire.h"
 
@@ -31,6 +33,24 @@ TEST(WireHeader, ValidDataHeaderDecodes) {
   EXPECT_EQ(out.offset, 500u);
 }
 
+TEST(WireHeader, NoAckFlagAndAckEntriesDecode) {
+  wire::Header h = dataHeader(), out;
+  h.flags = wire::kFlagLast | wire::kFlagNoAck;
+  ASSERT_TRUE(wire::decodeHeader(wire::asBytes(h), 500, &out).isOk());
+  EXPECT_EQ(out.flags, wire::kFlagLast | wire::kFlagNoAck);
+  h = dataHeader();
+  h.type = static_cast<uint8_t>(wire::MsgType::kAck);
+  h.total_len = 0;
+  h.offset = 0;
+  h.flags = 0;
+  h.length = wire::kMaxAckEntries * sizeof(wire::AckEntry);
+  ASSERT_TRUE(wire::decodeHeader(wire::asBytes(h), h.length, &out).isOk());
+  // An ack message always fits the backends' in-place (eager) limit.
+  EXPECT_LE(wire::kMaxAckEntries * sizeof(wire::AckEntry), kInlineMax);
+  EXPECT_EQ(sizeof(wire::AckEntry), 24u);
+  EXPECT_EQ(offsetof(wire::AckEntry, offset), 8u);
+}
+
 TEST(WireHeader, RejectsEveryMalformedField) {
   wire::Header out;
   auto expectBad = [&](wire::Header h, size_t payload, const char* what) {
@@ -41,8 +61,11 @@ TEST(WireHeader, RejectsEveryMalformedField) {
   h.magic = 0x12345678;
   expectBad(h, 500, "magic");
   h = dataHeader();
-  h.version = 2;
+  h.version = wire::kVersion + 1;
   expectBad(h, 500, "version");
+  h = dataHeader();
+  h.version = 1;  // before kFlagNoAck and AckEntry.offset
+  expectBad(h, 500, "old version");
   h = dataHeader();
   h.type = 99;
   expectBad(h, 500, "type");
@@ -60,6 +83,17 @@ TEST(WireHeader, RejectsEveryMalformedField) {
   h.type = static_cast<uint8_t>(wire::MsgType::kAck);
   h.length = 17;
   expectBad(h, 17, "ack payload not whole entries");
+  h = dataHeader();
+  h.type = static_cast<uint8_t>(wire::MsgType::kAck);
+  h.length = 16;  // a version-1 entry
+  expectBad(h, 16, "ack payload of old 16-byte entries");
+  h.length = (wire::kMaxAckEntries + 1) * sizeof(wire::AckEntry);
+  expectBad(h, h.length, "too many ack entries");
+  h = dataHeader();
+  h.type = static_cast<uint8_t>(wire::MsgType::kAck);
+  h.length = 0;
+  h.flags = wire::kFlagNoAck;
+  expectBad(h, 0, "no-ack flag on an ack");
   h = dataHeader();
   h.type = static_cast<uint8_t>(wire::MsgType::kNack);
   h.length = 0;

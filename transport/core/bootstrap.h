@@ -22,7 +22,7 @@
 namespace tictac::transport::bootstrap {
 
 inline constexpr uint32_t kMagic = 0x42544354;  // "TCTB"
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;  // 2: data-path wire version 2
 inline constexpr uint32_t kMaxFrame = 1 << 20;
 
 enum class FrameType : uint16_t { kHello = 1, kRefuse = 2, kHeartbeat = 3, kBye = 4 };

@@ -63,6 +63,10 @@ ContextImpl::~ContextImpl() {
       for (auto& st : q) backend_->release(st.desc);
     }
     stash_.clear();
+    for (void* desc : release_after_ctrl_) {
+      if (desc != nullptr) backend_->release(desc);
+    }
+    release_after_ctrl_.clear();
     backend_->removeUnmapHook(&RegCache::unmapHook, cache_.get());
     ready.swap(ready_);
   }

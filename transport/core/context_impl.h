@@ -10,9 +10,16 @@
 //   the thread that ran progress(), with nested progress() calls refused.
 // Send path (send_path.cc): scheduler.next() -> backend.post() -> the receiver
 // acks each chunk once its bytes are in place -> scheduler.ack(); a send
-// completes when every chunk is acked and every post finished.
+// completes when every chunk is confirmed and every post finished. A chunk the
+// backend confirmsDelivery() for is flagged kFlagNoAck and confirmed by its
+// successful post completion or by an ack, whichever comes first (credited
+// once: SendOp::credited).
 // Receive path (recv_path.cc): validate the wire header, land the chunk in the
-// expected buffer (or keep it with the backend until expect()), ack it.
+// expected buffer (or keep it with the backend until expect()), ack it unless
+// it is flagged kFlagNoAck and landed (a kept or dropped chunk is always
+// acked). A dropped payload is released only after the control messages of
+// that progress pass left (release_after_ctrl_), so a nack reaches the sender
+// before the backend completes the sender's post of a rejected chunk.
 #pragma once
 
 #include <atomic>
@@ -90,8 +97,12 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
     const char* buf = nullptr;
     size_t len = 0;
     const MemoryRegion* region = nullptr;
-    size_t acked = 0;
+    size_t acked = 0;       // bytes confirmed (acks, and completions of kFlagNoAck chunks)
     unsigned posts = 0;     // backend posts not yet done
+    // kFlagNoAck chunks already credited, by chunk index (offset / chunk_bytes):
+    // bit i of credited0 for i < 64, then credited_more.
+    uint64_t credited0 = 0;
+    std::vector<uint64_t> credited_more;
     bool all_handed = false, zero_acked = false, in_sched = false;
     std::optional<Status> failed;
   };
@@ -174,6 +185,13 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming* in, void* desc, bool ack);
   void queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about, StatusCode code);
   void failSend(uint64_t id, const Status& s, bool tell_peer);
+  // Confirms one chunk of op `id`: returns its window credit and counts its
+  // bytes, unless it is a kFlagNoAck chunk (`flagged`) that was already
+  // credited (by its completion or an ack, whichever came first).
+  void confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len, bool flagged);
+  // Releases a payload the core drops, after this pass's control messages
+  // (see release_after_ctrl_); null or in-place payloads need nothing.
+  void releaseLater(void* desc);
   void failExpect(uint64_t id, const Status& s);
   void dropStash(const PeerKey& key);
   void tryFinishSend(uint64_t id);
@@ -205,6 +223,12 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   std::unordered_map<uint64_t, Post> posts_;
   std::unordered_map<uint64_t, Landing> landings_;
   std::deque<Landing> to_land_;  // deque: backends write descs into its slots
+  // Dropped payloads (rejected, size mismatch) released at the end of
+  // flushControl(), after the nacks: a backend that completes the sender's
+  // post on release (UCX rendezvous) must not let that completion, which
+  // confirms a kFlagNoAck chunk, overtake the nack. Slots written by the
+  // backend (retain_into) before progress() returns: a deque keeps them put.
+  std::deque<void*> release_after_ctrl_;
   uint64_t next_token_ = 1;
   std::vector<Ready> ready_;
 

@@ -36,7 +36,7 @@ void ContextImpl::startExpect(Submission& s) {
     bool last_seen = false;
     for (auto& c : q) {
       last_seen |= (c.h.flags & wire::kFlagLast) != 0;
-      backend_->release(c.desc);
+      releaseLater(c.desc);  // after the nack (see release_after_ctrl_)
     }
     queueCtrl(s.peer, wire::MsgType::kNack, first, StatusCode::kSizeMismatch);
     if (!last_seen) rejected_[first.op_id ^ (uint64_t{s.peer} << 48)] = s.peer;
@@ -94,7 +94,15 @@ unsigned ContextImpl::flushControl() {
     }
     peer.acks.clear();
   }
+  // After the nacks above: releasing may complete the sender's post.
+  for (; !release_after_ctrl_.empty(); release_after_ctrl_.pop_front()) {
+    if (release_after_ctrl_.front() != nullptr) backend_->release(release_after_ctrl_.front());
+  }
   return n;
+}
+
+void ContextImpl::releaseLater(void* desc) {
+  if (desc != nullptr) release_after_ctrl_.push_back(desc);
 }
 
 bool ContextImpl::controlPending(uint32_t peer) {

@@ -38,34 +38,37 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   PeerKey key{h.src_peer, h.iteration, h.tensor_id};
   Peer& peer = peers_[h.src_peer];
   uint64_t rkey = h.op_id ^ (uint64_t{h.src_peer} << 48);
+  bool in_place = in.data != nullptr || h.length == 0;
   if (auto rj = rejected_.find(rkey); rj != rejected_.end()) {  // dropped, but acked
-    peer.acks.push_back({h.op_id, h.length});
+    peer.acks.push_back({h.op_id, h.offset, h.length});
+    if (!in_place) in.retain_into = &release_after_ctrl_.emplace_back(nullptr);
     if (h.flags & wire::kFlagLast) rejected_.erase(rj);
     return;
   }
   auto it = expect_index_.find(key);
   if (it == expect_index_.end()) {
-    // No expect yet: the backend keeps the bytes; ack now so an unexpected
-    // tensor never holds the sender's window (its send completes only once the
-    // backend delivered the data, when the expect comes).
+    // No expect yet: the backend keeps the bytes; ack now (flagged or not) so
+    // an unexpected tensor never holds the sender's window (its send completes
+    // only once the backend delivered the data, when the expect comes).
     auto& q = stash_[key];
     q.push_back(Stashed{h, nullptr});
     in.retain_into = &q.back().desc;  // deque: the slot stays where it is
-    peer.acks.push_back({h.op_id, h.length});
+    peer.acks.push_back({h.op_id, h.offset, h.length});
     return;
   }
   RecvOp& r = recvs_[it->second];
   if (h.total_len != r.len) {
     queueCtrl(h.src_peer, wire::MsgType::kNack, h, StatusCode::kSizeMismatch);
     if (!(h.flags & wire::kFlagLast)) rejected_[rkey] = h.src_peer;
-    peer.acks.push_back({h.op_id, h.length});
+    peer.acks.push_back({h.op_id, h.offset, h.length});
+    if (!in_place) in.retain_into = &release_after_ctrl_.emplace_back(nullptr);
     failExpect(it->second, Status(StatusCode::kSizeMismatch,
                                   "tensor " + std::to_string(h.tensor_id) + ": expected " +
                                       std::to_string(r.len) + " bytes, sender has " +
                                       std::to_string(h.total_len)));
     return;
   }
-  land(r, it->second, h, &in, nullptr, true);
+  land(r, it->second, h, &in, nullptr, (h.flags & wire::kFlagNoAck) == 0);
 }
 
 // Lands one chunk: in place now (memcpy), or through backend.receive() later.
@@ -77,7 +80,7 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
     if (h.length > 0) std::memcpy(r.dst + h.offset, in->data, h.length);
     r.received += h.length;
     r.seen_last |= last;
-    if (ack) peers_[h.src_peer].acks.push_back({h.op_id, h.length});
+    if (ack) peers_[h.src_peer].acks.push_back({h.op_id, h.offset, h.length});
     tryFinishExpect(rid);
     return;
   }
@@ -132,7 +135,7 @@ void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
   r.seen_last |= l.last;
   auto pit = peers_.find(l.peer);
   if (l.ack && pit != peers_.end() && pit->second.alive) {
-    pit->second.acks.push_back({l.send_op, l.len});
+    pit->second.acks.push_back({l.send_op, l.offset, l.len});
   }
   tryFinishExpect(l.recv_op);
 }

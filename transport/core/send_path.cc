@@ -22,6 +22,9 @@ unsigned ContextImpl::pump() {
     post.peer = op.peer;
     post.h.type = static_cast<uint8_t>(wire::MsgType::kData);
     post.h.flags = c->last ? wire::kFlagLast : 0;
+    if (c->length > 0 && backend_->confirmsDelivery(c->length, op.region)) {
+      post.h.flags |= wire::kFlagNoAck;
+    }
     post.h.src_peer = pit->second.my_id_there;
     post.h.iteration = op.iteration;
     post.h.tensor_id = op.tensor;
@@ -59,19 +62,46 @@ unsigned ContextImpl::pump() {
 void ContextImpl::onSendDone(uint64_t token, const Status& status) {
   auto pt = posts_.find(token);
   if (pt == posts_.end()) return;
+  const wire::Header& h = pt->second.h;
   uint64_t id = pt->second.op;
-  size_t len = pt->second.h.length;
-  bool data = pt->second.h.type == static_cast<uint8_t>(wire::MsgType::kData);
+  size_t len = h.length;
+  uint64_t offset = h.offset;
+  bool data = h.type == static_cast<uint8_t>(wire::MsgType::kData);
+  bool flagged = (h.flags & wire::kFlagNoAck) != 0;
   posts_.erase(pt);
   if (!data) return;
   auto it = sends_.find(id);
   if (it == sends_.end()) return;
-  it->second.posts--;
-  if (!status) {
+  SendOp& op = it->second;
+  op.posts--;
+  if (flagged) {
+    // Success: the peer holds the chunk (Backend::confirmsDelivery). Failure:
+    // no ack is owed either way now; return the credit once.
+    confirmChunk(id, op, offset, len, true);
+  } else if (!status) {
     sched_->ack(id, len);  // its ack will never come
-    failSend(id, status, true);
   }
+  if (!status) failSend(id, status, true);
   tryFinishSend(id);
+}
+
+void ContextImpl::confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len,
+                               bool flagged) {
+  if (flagged) {
+    size_t index = offset / opts_.chunk_bytes;
+    uint64_t* word = &op.credited0;
+    if (index >= 64) {
+      size_t w = index / 64 - 1;
+      if (op.credited_more.size() <= w) op.credited_more.resize(w + 1, 0);
+      word = &op.credited_more[w];
+    }
+    uint64_t bit = uint64_t{1} << (index % 64);
+    if (*word & bit) return;  // the completion or the ack came first
+    *word |= bit;
+  }
+  sched_->ack(id, len);
+  op.acked += len;
+  if (len == 0) op.zero_acked = true;
 }
 
 void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
@@ -83,9 +113,9 @@ void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
     auto it = sends_.find(a.op_id);
     if (it == sends_.end() || it->second.peer != h.src_peer) continue;
     SendOp& op = it->second;
-    sched_->ack(a.op_id, a.bytes);
-    op.acked += a.bytes;
-    if (a.bytes == 0) op.zero_acked = true;
+    // The same pure function flagged the chunk when it was posted.
+    bool flagged = a.bytes > 0 && backend_->confirmsDelivery(a.bytes, op.region);
+    confirmChunk(a.op_id, op, a.offset, a.bytes, flagged);
     tryFinishSend(a.op_id);
   }
 }

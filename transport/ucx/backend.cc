@@ -1,5 +1,6 @@
 #include "transport/ucx/backend.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -67,6 +68,7 @@ Status UcxBackend::init(const BackendOptions& options) {
   st = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   if (st != UCS_OK) return {StatusCode::kNoDevice, std::string("ucp_init: ") + ucs_status_string(st)};
+  confirms_ = rendezvousConfirms(context_, options);
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
@@ -119,6 +121,13 @@ Status UcxBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   ep.err_handler.arg = pe.get();
   ucs_status_t st = ucp_ep_create(worker_, &ep, &pe->ep);
   if (st != UCS_OK) return ucxError("ucp_ep_create", st);
+  if (confirms_ && !endpointHasRmaLane(pe->ep)) {
+    std::fprintf(stderr,
+                 "tictac: UCX endpoint to peer %u has no RMA lane although this context's "
+                 "transports have one (asymmetric UCX_TLS?): rendezvous completions may "
+                 "come before delivery\n",
+                 peer);
+  }
   eps_[peer] = std::move(pe);
   return Status::ok();
 }
@@ -150,6 +159,8 @@ Status UcxBackend::post(PeerId peer, std::span<const std::byte> header, const vo
   rp.user_data = this;
   rp.flags = 0;
   if (region == nullptr && len <= kInlineMax) rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  // confirmsDelivery() promised these: only a rendezvous completion proves delivery.
+  if (confirmsDelivery(len, region)) rp.flags = UCP_AM_SEND_FLAG_RNDV;
   if (region != nullptr) {
     rp.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     rp.memh = memhOf(region);
@@ -168,6 +179,11 @@ void UcxBackend::onSend(void* request, ucs_status_t status, void* user_data) {
   auto* self = static_cast<UcxBackend*>(user_data);
   uint64_t token = static_cast<RequestData*>(request)->token;
   ucp_request_free(request);
+  if (status == UCS_ERR_REJECTED) {  // our onAm at the peer dropped it (see there)
+    self->events_->onSendDone(
+        token, Status(StatusCode::kPeerLost, "the peer dropped the message (channel closed)"));
+    return;
+  }
   self->events_->onSendDone(token, status == UCS_OK ? Status::ok()
                                                     : ucxError("UCX send failed", status));
 }
@@ -181,7 +197,10 @@ ucs_status_t UcxBackend::onAm(void* arg, const void* header, size_t header_lengt
   in.data = rndv ? nullptr : data;
   self->events_->onMessage(kUnknownPeer,
                            {static_cast<const std::byte*>(header), header_length}, in);
-  if (in.retain_into == nullptr) return UCS_OK;  // consumed (or a dropped rendezvous)
+  // Consumed, or a dropped rendezvous: its ATS then carries an error, so a
+  // sender never takes a payload nobody landed for a delivery.
+  // (The core keeps every payload of a live peer: a drop means the peer is gone.)
+  if (in.retain_into == nullptr) return rndv ? UCS_ERR_REJECTED : UCS_OK;
   auto* r = new Retained();
   *in.retain_into = r;
   if (rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {

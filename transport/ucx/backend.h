@@ -30,6 +30,19 @@ inline constexpr unsigned kAmId = 7;
 // messages), hence the default.
 inline constexpr const char* kErrHandlingKey = "ERR_HANDLING";
 
+// Payloads of at least this many bytes with a region are sent by forced
+// rendezvous and confirmDelivery() (when rendezvousConfirms() held at init):
+// below it an eager send (no handshake) plus the core's ack is cheaper.
+inline constexpr size_t kConfirmMin = 32 * 1024;
+
+// Whether, with this context's transports and configuration, a rendezvous AM
+// send completes only once the receiver holds the data (delivery.cc explains
+// the UCX code paths). Called once at init.
+bool rendezvousConfirms(ucp_context_h context, const BackendOptions& options);
+// Whether the endpoint's configuration has an RMA bandwidth lane (the
+// rendezvous moves data by get/put rather than by AM fragments).
+bool endpointHasRmaLane(ucp_ep_h ep);
+
 // Lives inside every ucp request (ucp_params_t::request_size).
 struct RequestData {
   uint64_t token;
@@ -54,6 +67,9 @@ class UcxBackend final : public Backend {
   Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                  uint64_t token) override;
   void release(void* desc) override;
+  bool confirmsDelivery(size_t len, const MemoryRegion* region) const override {
+    return confirms_ && region != nullptr && len >= kConfirmMin;
+  }
   unsigned progress() override;
   int eventFd() override;
   bool arm() override;
@@ -85,6 +101,7 @@ class UcxBackend final : public Backend {
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER
+  bool confirms_ = false;     // rendezvousConfirms(), fixed at init
   std::map<PeerId, std::unique_ptr<PeerEp>> eps_;
   std::vector<void*> closing_;                            // ep close requests
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
