@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "tictac/schedule_hints.h"
 #include "tictac/transport/context.h"
 
 using namespace tictac::transport;
@@ -39,6 +40,30 @@ Completion wrap(tictac_callback_t cb, void* arg) {
   return [cb, arg](const Status& s) { cb(arg, static_cast<int>(s.code())); };
 }
 
+// Fills opts.hints from the options' hints_tsv or graph + analyzer.
+Status loadHints(const tictac_options_t& c, ContextOptions& opts) {
+  if (c.hints_tsv != nullptr && c.graph != nullptr) {
+    return Status(StatusCode::kInvalidArgument, "set hints_tsv or graph, not both");
+  }
+  if (c.hints_tsv != nullptr) {
+    auto h = loadTsvHints(c.hints_tsv);
+    if (!h) return h.status();
+    opts.hints = h.value();
+  } else if (c.graph != nullptr) {
+    try {
+      tictac::sched::Graph g = tictac::sched::loadGraph(c.graph);
+      opts.hints = tictac::makeScheduleHints(g, c.analyzer != nullptr ? c.analyzer : "tac");
+    } catch (const tictac::sched::InputError& e) {
+      return Status(StatusCode::kInvalidArgument, std::string("graph ") + c.graph + ": " + e.what());
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kIoError, std::string("graph ") + c.graph + ": " + e.what());
+    }
+  } else if (c.analyzer != nullptr) {
+    return Status(StatusCode::kInvalidArgument, "analyzer set without a graph");
+  }
+  return Status::ok();
+}
+
 int giveOp(Result<OpHandle>& r, tictac_op_t** out) {
   if (!r) return fail(r.status());
   if (out != nullptr) *out = new tictac_op{r.value()};
@@ -71,6 +96,7 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
     opts.rate_gbps = c.rate_gbps;
     opts.max_queued = c.max_queued;
     if (c.peer_timeout_ms != 0) opts.peer_timeout = std::chrono::milliseconds(c.peer_timeout_ms);
+    if (Status h = loadHints(c, opts); !h) return fail(h);
   }
   auto ctx = Context::create(opts);
   if (!ctx) return fail(ctx.status());

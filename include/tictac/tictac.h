@@ -53,6 +53,18 @@ typedef struct tictac_options {
   double rate_gbps;
   size_t max_queued;
   uint32_t peer_timeout_ms;
+  /* Ordering hints for sends without a priority (priority < 0), so a framework
+   * need not compute priorities itself. At most one of the two sources:
+   *   hints_tsv: tictac-analyze output (name<TAB>priority lines), matched by
+   *              tensor name;
+   *   graph:     a model graph (.json interchange format or .onnx) analyzed in
+   *              process by `analyzer` ("tac" when NULL; "tic", "fifo", ...);
+   *              matched by name, or by id = the recv op's index in the graph.
+   * A bad file or analyzer fails tictac_context_create with
+   * TICTAC_INVALID_ARGUMENT (TICTAC_IO_ERROR if unreadable) naming it. */
+  const char* hints_tsv;
+  const char* graph;
+  const char* analyzer;
 } tictac_options_t;
 
 typedef void (*tictac_callback_t)(void* arg, int status);

@@ -2,8 +2,13 @@
  * Two contexts in this process (UCX_TLS from argv[1], default "tcp"): accept
  * runs on a pthread, then tensors of several sizes go a -> b and are checked
  * byte for byte; a size mismatch must fail on both sides with
- * TICTAC_SIZE_MISMATCH; callbacks must fire exactly once. Exit 0 = pass. */
+ * TICTAC_SIZE_MISMATCH; callbacks must fire exactly once. Ordering-hint
+ * options: an unreadable or malformed graph or hints file fails context
+ * creation with a code and a message; a caller built against the older,
+ * shorter tictac_options_t (struct_size without the hint fields) still works.
+ * Exit 0 = pass. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +102,25 @@ int main(int argc, char** argv) {
   tictac_listener_destroy(l);
   tictac_context_destroy(a);
   tictac_context_destroy(b);
+
+  tictac_options_t h = opts;
+  tictac_context_t* c = NULL;
+  h.progress_thread = 0;
+  h.graph = "/nonexistent/model.json";
+  CHECK(tictac_context_create(&h, &c) == TICTAC_IO_ERROR && c == NULL, "unreadable graph");
+  CHECK(strstr(tictac_last_error(), "/nonexistent/model.json") != NULL, "error names the graph");
+  h.graph = NULL;
+  h.hints_tsv = "/nonexistent/hints.tsv";
+  CHECK(tictac_context_create(&h, &c) == TICTAC_IO_ERROR && c == NULL, "unreadable hints");
+  h.hints_tsv = NULL;
+  h.analyzer = "tac";
+  CHECK(tictac_context_create(&h, &c) == TICTAC_INVALID_ARGUMENT, "analyzer without graph");
+  h = opts;
+  h.progress_thread = 0;
+  h.struct_size = offsetof(tictac_options_t, hints_tsv); /* an older caller */
+  h.graph = "/never/read.json";                          /* beyond its struct_size */
+  CHECK(tictac_context_create(&h, &c) == TICTAC_OK, "older options layout");
+  tictac_context_destroy(c);
   printf("c_api_test: ok\n");
   return 0;
 }

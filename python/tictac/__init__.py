@@ -1,0 +1,237 @@
+"""tictac: a priority-ordered, zero-copy tensor channel (Python binding).
+
+A thin ctypes layer over libtictac's C ABI (include/tictac/tictac.h); the same
+objects and contracts as the C++ API (docs/transport.md, docs/python.md):
+
+    ctx = tictac.Context(ucx_tls="shm", progress_thread=True)
+    ch = ctx.connect("10.0.0.2", 18600)          # or ctx.listen(port).accept()
+    op = ch.send(7, tensor, priority=0)          # lower = more urgent
+    op.wait()                                    # raises tictac.Error on failure
+
+Buffers are used in place, never copied: anything with the writable buffer
+protocol (bytearray, numpy arrays, array.array, memoryview) or a contiguous CPU
+torch.Tensor. A `bytes` object can be sent (read-only) but not received into.
+The library reads (send) or writes (expect) the buffer until the operation
+completes; this module keeps it alive until then, even if the Op is dropped.
+
+Completions: Op.wait()/Op.done(), or `on_done(status_name)`, called exactly
+once from the progress context (Context.progress(), the progress thread, or a
+thread inside Op.wait()), never inside send()/expect().
+Priorities: `priority=None` asks the context's ordering hints (the `graph` +
+`analyzer` or `hints_tsv` options), else the library's default.
+"""
+import ctypes
+import threading
+
+from . import _capi
+from ._capi import lib
+
+__all__ = ["Context", "Listener", "Channel", "Op", "Error"]
+
+
+class Error(RuntimeError):
+    """A failed call or operation: .code (int, tictac.h) and .name ("peer_lost", ...)."""
+
+    def __init__(self, code, message):
+        self.code = code
+        self.name = _capi.CODES.get(code, str(code))
+        super().__init__(f"{self.name}: {message}" if message else self.name)
+
+
+def _check(rc, what):
+    if rc != _capi.OK:
+        raise Error(rc, f"{what}: {_capi.last_error()}")
+
+
+def _enc(s):
+    return None if s is None else str(s).encode()
+
+
+def _buffer(obj, writable):
+    """(address, nbytes, keepalive) of obj's memory, without copying."""
+    if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):  # torch.Tensor
+        if obj.device.type != "cpu" or not obj.is_contiguous():
+            raise TypeError("tictac: a torch tensor must be contiguous and on the CPU")
+        return obj.data_ptr(), obj.numel() * obj.element_size(), obj
+    if isinstance(obj, bytes):
+        if writable:
+            raise TypeError("tictac: cannot receive into bytes (read-only); use a bytearray")
+        return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value, len(obj), obj
+    mv = memoryview(obj)
+    if not mv.c_contiguous:
+        raise TypeError("tictac: the buffer must be C-contiguous")
+    if mv.readonly:
+        raise TypeError("tictac: the buffer is read-only; pass a writable one (e.g. bytearray)")
+    mv = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
+    if mv.nbytes == 0:
+        return None, 0, obj
+    view = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+    return ctypes.addressof(view), mv.nbytes, (obj, mv, view)
+
+
+# Operations in flight: token -> (keepalive, on_done). The C callback removes
+# its entry, so buffers outlive dropped Op objects until the library is done.
+_inflight = {}
+_inflight_lock = threading.Lock()
+_next_token = iter(range(1, 1 << 62))
+
+
+@_capi.CALLBACK
+def _trampoline(arg, status):
+    with _inflight_lock:
+        entry = _inflight.pop(arg, None)
+    if entry is not None and entry[1] is not None:
+        entry[1](_capi.CODES.get(status, str(status)))
+
+
+class Op:
+    """One send or expect. done(), wait(timeout), status; cancel via Channel.cancel."""
+
+    def __init__(self, handle, what):
+        self._h = handle
+        self._what = what
+
+    def done(self):
+        return lib.tictac_op_test(self._h) == 1
+
+    def wait(self, timeout=None):
+        """Waits (driving progress when the context has no thread); raises Error on failure."""
+        ms = -1 if timeout is None else max(0, int(timeout * 1000))
+        rc = lib.tictac_op_wait(self._h, ms)
+        if rc == _capi.TIMEOUT and not self.done():
+            raise TimeoutError(f"tictac: {self._what} not complete after {timeout} s")
+        _check(rc, self._what)
+
+    @property
+    def status(self):
+        """None while pending, else the completion's status name ("ok", "canceled", ...)."""
+        if not self.done():
+            return None
+        return _capi.CODES.get(lib.tictac_op_wait(self._h, 0))
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            lib.tictac_op_release(self._h)
+            self._h = None
+
+
+class Channel:
+    """A connection to one peer: send(), expect(), cancel(), close()."""
+
+    def __init__(self, handle, ctx):
+        self._h = ctypes.c_void_p(handle)
+        self._ctx = ctx  # the context outlives its channels
+
+    def _post(self, what, fn, buf, writable, on_done):
+        addr, n, keep = _buffer(buf, writable)
+        token = next(_next_token)
+        with _inflight_lock:
+            _inflight[token] = (keep, on_done)
+        out = ctypes.c_void_p()
+        rc = fn(addr, n, token, ctypes.byref(out))
+        if rc != _capi.OK:
+            with _inflight_lock:
+                _inflight.pop(token, None)
+            _check(rc, what)
+        return Op(out.value, what)
+
+    def send(self, tensor_id, buf, iteration=0, priority=None, name=None, on_done=None):
+        """Sends buf as tensor (tensor_id, iteration); priority None = ordering hints."""
+        prio = -1 if priority is None else int(priority)
+        if not -1 <= prio < (1 << 32):
+            raise ValueError("tictac: priority must be None or in [0, 2**32)")
+        return self._post(f"send of tensor {tensor_id}", lambda a, n, t, o: lib.tictac_send(
+            self._h, tensor_id, iteration, _enc(name), a, n, prio, _trampoline, t, o),
+            buf, False, on_done)
+
+    def expect(self, tensor_id, buf, iteration=0, on_done=None):
+        """Receives tensor (tensor_id, iteration) straight into buf (its size must match)."""
+        return self._post(f"expect of tensor {tensor_id}", lambda a, n, t, o: lib.tictac_expect(
+            self._h, tensor_id, iteration, a, n, _trampoline, t, o), buf, True, on_done)
+
+    def cancel(self, op):
+        """True if canceled (the op then completes with "canceled"), False if too late."""
+        return lib.tictac_cancel(self._h, op._h) == 1
+
+    def close(self):
+        if self._h:
+            lib.tictac_channel_destroy(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Listener:
+    """Accepts peers on a TCP port (the bootstrap); .port is the bound port."""
+
+    def __init__(self, handle, ctx):
+        self._h = ctypes.c_void_p(handle)
+        self._ctx = ctx
+        self.port = lib.tictac_listener_port(self._h)
+
+    def accept(self, timeout=30.0):
+        out = ctypes.c_void_p()
+        _check(lib.tictac_accept(self._h, int(timeout * 1000), ctypes.byref(out)), "accept")
+        return Channel(out.value, self._ctx)
+
+    def close(self):
+        if self._h:
+            lib.tictac_listener_destroy(self._h)
+            self._h = None
+
+    __del__ = close
+
+
+class Context:
+    """Devices, scheduler and progress of one process (see tictac_options_t)."""
+
+    def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
+                 job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
+                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None):
+        o = _capi.Options()
+        o.struct_size = ctypes.sizeof(o)
+        self._strings = [_enc(x) for x in (backend, ucx_tls, ucx_net_devices, hints_tsv, graph,
+                                           analyzer)]
+        (o.backend, o.ucx_tls, o.ucx_net_devices, o.hints_tsv, o.graph,
+         o.analyzer) = self._strings
+        o.progress_thread = 1 if progress_thread else 0
+        o.job_token, o.chunk_bytes, o.window_bytes = job_token, chunk_bytes, window_bytes
+        o.rate_gbps, o.max_queued, o.peer_timeout_ms = rate_gbps, max_queued, peer_timeout_ms
+        out = ctypes.c_void_p()
+        self._h = None
+        _check(lib.tictac_context_create(ctypes.byref(o), ctypes.byref(out)), "context")
+        self._h = out
+
+    def progress(self):
+        """Makes progress (completions fire here); returns the number of events handled."""
+        return lib.tictac_progress(self._h)
+
+    def listen(self, port=0):
+        out = ctypes.c_void_p()
+        _check(lib.tictac_listen(self._h, port, ctypes.byref(out)), f"listen on port {port}")
+        return Listener(out.value, self)
+
+    def connect(self, host, port):
+        out = ctypes.c_void_p()
+        _check(lib.tictac_connect(self._h, _enc(host), port, ctypes.byref(out)),
+               f"connect to {host}:{port}")
+        return Channel(out.value, self)
+
+    def close(self):
+        if getattr(self, "_h", None):
+            lib.tictac_context_destroy(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
