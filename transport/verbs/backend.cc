@@ -65,7 +65,9 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "traffic_class", 0, 255, &tc), parseU32(options, "sl", 0, 15, &sl),
         parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
         parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us),
-        parseU32(options, "idle_yield_us", 0, 1000000, &tune_.idle_yield_us)}) {
+        parseU32(options, "idle_yield_us", 0, 1000000, &tune_.idle_yield_us),
+        parseU32(options, "write_piece_bytes", 4096, 1u << 30, &tune_.write_piece),
+        parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue)}) {
     if (!s) return s;
   }
   stats_.init();
@@ -248,13 +250,14 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_ERR;
   (void)ibv_modify_qp(c.qp, &at, IBV_QP_STATE);
-  while (!c.backlog.empty()) {
-    uint64_t id = c.backlog.front();
-    c.backlog.pop_front();
-    auto wt = works_.find(id);
-    if (wt == works_.end()) continue;
-    failSendWork(wt->second, why);
-    works_.erase(wt);
+  for (auto* q : {&c.backlog, &c.wbacklog}) {
+    while (!q->empty()) {
+      uint64_t id = q->front();
+      q->pop_front();
+      if (id >= works_.size() || !works_[id].live) continue;
+      failSendWork(works_[id], why);
+      freeWork(id);
+    }
   }
   std::vector<uint64_t> sends;
   for (auto& [id, s] : rsends_) {

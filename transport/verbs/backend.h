@@ -36,6 +36,12 @@ struct Tuning {
   uint32_t idle_spins = 64;       // idle progress() calls before one blocks
   uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
   uint32_t idle_yield_us = 0;     // first yield the CPU this long (from the first idle call)
+  // Rendezvous payloads are written in pieces of write_piece bytes, and at
+  // most write_queue bytes of them sit in a QP's send queue: the QP sends in
+  // order, so a kRts/kCts/eager SEND queued behind a window of WRITEs would
+  // wait for all of them (the next chunk's handshake then idles the wire).
+  uint32_t write_piece = 128 << 10;
+  uint32_t write_queue = 256 << 10;
 };
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
@@ -56,6 +62,12 @@ class VerbsBackend final : public Backend {
               const MemoryRegion* region, uint64_t token) override;
   Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                  uint64_t token) override;
+  // Every post completes (onSendDone ok) only after the remote NIC acknowledged
+  // it: an RC SEND, or for a rendezvous the RDMA WRITE WITH IMMEDIATE that
+  // wrote the payload into the receiver's buffer (never at kRts time). A
+  // payload the receiver declined (kCts with kFlagDrop) completes too; the
+  // core only sends those for chunks it rejected or dropped itself.
+  bool confirmsDelivery(size_t, const MemoryRegion*) const override { return true; }
   void release(void* desc) override;
   unsigned progress() override;
   int eventFd() override;
@@ -76,7 +88,9 @@ class VerbsBackend final : public Backend {
     ibv_mr* rmr = nullptr;
     ibv_mr* smr = nullptr;
     std::vector<uint32_t> free_slots;
-    std::deque<uint64_t> backlog;  // work ids
+    std::deque<uint64_t> backlog;   // work ids of SENDs (posted first)
+    std::deque<uint64_t> wbacklog;  // work ids of WRITEs (posted within write_queue)
+    size_t wbytes = 0;              // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
     bool connected = false, dead = false, reported = false;
@@ -98,6 +112,8 @@ class VerbsBackend final : public Backend {
     ibv_mr* own_mr = nullptr;  // deregistered when the work is done
     int slot = -1;
     uint64_t posted_ns = 0;  // Stats: when it was posted
+    uint64_t rts_ns = 0;     // Stats (kCts): when the kRts it answers was polled
+    bool live = false;       // slot of works_ in use
   };
   struct RndvSend {  // a posted rendezvous payload waiting for its kCts
     uint64_t token;
@@ -106,6 +122,7 @@ class VerbsBackend final : public Backend {
     size_t len;
     uint32_t lkey;
     ibv_mr* own_mr;  // registered here when the core gave no region
+    uint64_t rts_ns;  // Stats: when the kRts was queued
   };
   struct RndvSendArgs {  // a kCts accepted: what to write where
     uint64_t token;
@@ -126,6 +143,7 @@ class VerbsBackend final : public Backend {
     std::vector<char> copy;  // eager payload
     uint32_t qpn = 0;
     uint64_t send_id = 0, len = 0;
+    uint64_t arrived_ns = 0;  // Stats: when its kRts was polled
   };
 
   Result<Conn*> newConn();
@@ -136,6 +154,8 @@ class VerbsBackend final : public Backend {
   Conn* connOf(PeerId peer);
   Conn* connByQpn(uint32_t qpn);
   uint64_t queueWork(Conn& c, Work w);
+  void freeWork(uint64_t id);
+  bool inFlight() const;  // posted work or a rendezvous not yet completed
   void flush(Conn& c);
   int postWork(Conn& c, Work& w, uint64_t id);  // 0, ENOMEM (full) or an errno
   Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
@@ -158,8 +178,10 @@ class VerbsBackend final : public Backend {
   std::map<uint32_t, std::unique_ptr<Conn>> conns_;  // by QP number
   std::map<PeerId, uint32_t> peers_;                 // peer -> qpn
   std::deque<uint32_t> unconnected_;                 // QPs from localAddress()
-  std::unordered_map<uint64_t, Work> works_;
-  uint64_t next_work_ = 1;
+  // Outbound work by wr_id (a slab: no allocation per message once warm).
+  std::vector<Work> works_;
+  std::vector<uint32_t> free_works_;
+  uint32_t sq_total_ = 0;  // posted send WRs not yet completed, all QPs
   std::unordered_map<uint64_t, RndvSend> rsends_;
   std::unordered_map<uint32_t, RndvRecv> rrecvs_;
   uint64_t next_send_id_ = 1;

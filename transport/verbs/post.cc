@@ -11,6 +11,8 @@
 namespace tictac::transport::verbs {
 
 namespace {
+constexpr size_t kInlineBuf = 512;  // largest inline SEND built on the stack
+
 Status peerGone(PeerId peer) {
   return {StatusCode::kPeerLost, "verbs: no live connection to peer " + std::to_string(peer)};
 }
@@ -58,7 +60,13 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
     lkey = own->lkey;
   }
   uint64_t sid = next_send_id_++;
-  rsends_[sid] = RndvSend{token, c->qpn, static_cast<const char*>(data), len, lkey, own};
+  rsends_[sid] = RndvSend{token, c->qpn, static_cast<const char*>(data), len, lkey, own,
+                          stats_.on ? Stats::nowNs() : 0};
+  if (stats_.on) {
+    ++stats_.rts;
+    stats_.rts_pending_sum += rsends_.size();
+    stats_.rts_pending_max = std::max<uint64_t>(stats_.rts_pending_max, rsends_.size());
+  }
   mh.kind = static_cast<uint8_t>(MsgKind::kRts);
   mh.send_id = sid;
   Work w = makeMsg(*c, mh, header, nullptr);
@@ -70,8 +78,8 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
 // A kCts arrived for one of our transfers: write it, in pieces of at most the
 // port's max message size, the last one WITH IMMEDIATE (and reported).
 void VerbsBackend::queueWrite(Conn& c, RndvSendArgs a) {
-  const size_t piece =
-      std::max<size_t>(4096, std::min<size_t>(dev_->port_attr.max_msg_sz, 1u << 30));
+  const size_t piece = std::max<size_t>(
+      4096, std::min<size_t>({dev_->port_attr.max_msg_sz, 1u << 30, tune_.write_piece}));
   for (size_t off = 0; off < a.len; off += piece) {
     Work w;
     w.kind = Work::kWrite;
@@ -93,33 +101,55 @@ void VerbsBackend::queueWrite(Conn& c, RndvSendArgs a) {
 }
 
 uint64_t VerbsBackend::queueWork(Conn& c, Work w) {
-  uint64_t id = next_work_++;
-  works_.emplace(id, std::move(w));
-  c.backlog.push_back(id);
+  uint64_t id;
+  if (!free_works_.empty()) {
+    id = free_works_.back();
+    free_works_.pop_back();
+    works_[id] = w;
+  } else {
+    id = works_.size();
+    works_.push_back(w);
+  }
+  works_[id].live = true;
+  (w.kind == Work::kWrite ? c.wbacklog : c.backlog).push_back(id);
   flush(c);
   return id;
 }
 
+void VerbsBackend::freeWork(uint64_t id) {
+  works_[id].live = false;
+  free_works_.push_back(static_cast<uint32_t>(id));
+}
+
+bool VerbsBackend::inFlight() const {
+  return sq_total_ > 0 || !rsends_.empty() || !rrecvs_.empty();
+}
+
 void VerbsBackend::flush(Conn& c) {
-  while (!c.dead && c.connected && !c.backlog.empty() && c.sq_used < tune_.sq_depth) {
-    uint64_t id = c.backlog.front();
-    auto wt = works_.find(id);
-    if (wt == works_.end()) {
-      c.backlog.pop_front();
-      continue;
-    }
-    int rc = postWork(c, wt->second, id);
-    if (rc == ENOMEM) return;  // the provider's queue is full: retry after completions
-    if (rc != 0) {             // unusable QP: fail this work and the connection
-      Status st(StatusCode::kIoError, std::string("verbs: ibv_post_send: ") + std::strerror(rc));
-      if (!c.reported) {
-        c.reported = true;
-        pending_peer_errors_.emplace_back(c.peer, st);
+  // SENDs first (they are small and a peer waits for them), then WRITEs while
+  // fewer than write_queue bytes of them are in the send queue.
+  for (auto* q : {&c.backlog, &c.wbacklog}) {
+    const bool writes = q == &c.wbacklog;
+    while (!c.dead && c.connected && !q->empty() && c.sq_used < tune_.sq_depth) {
+      uint64_t id = q->front();
+      if (id >= works_.size() || !works_[id].live) {
+        q->pop_front();
+        continue;
       }
-      killConn(c, st);  // fails the backlog, this work included
-      return;
+      if (writes && c.wbytes > 0 && c.wbytes + works_[id].len > tune_.write_queue) break;
+      int rc = postWork(c, works_[id], id);
+      if (rc == ENOMEM) break;  // the provider's queue (or the bounce slots) is full
+      if (rc != 0) {            // unusable QP: fail this work and the connection
+        Status st(StatusCode::kIoError, std::string("verbs: ibv_post_send: ") + std::strerror(rc));
+        if (!c.reported) {
+          c.reported = true;
+          pending_peer_errors_.emplace_back(c.peer, st);
+        }
+        killConn(c, st);  // fails the backlogs, this work included
+        return;
+      }
+      q->pop_front();
     }
-    c.backlog.pop_front();
   }
   if (stats_.on && !c.backlog.empty()) ++stats_.backlog_waits;
 }
@@ -132,19 +162,24 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
-  uint32_t slot = 0;
+  int slot = -1;
+  // An inline SEND is copied into the WQE by ibv_post_send: built on the
+  // stack, it needs no bounce slot (and none is held until its completion).
+  alignas(8) char inl[kInlineBuf];
   if (w.kind == Work::kMsg) {
-    if (c.free_slots.empty()) return ENOMEM;
-    slot = c.free_slots.back();
-    char* p = c.sbuf.data() + size_t{slot} * tune_.recv_bytes;
+    size_t total = sizeof(MsgHdr) + w.mh.hdr_len + w.len;
+    bool inline_ok = total <= max_inline_ && total <= sizeof(inl);
+    if (!inline_ok && c.free_slots.empty()) return ENOMEM;
+    if (!inline_ok) slot = static_cast<int>(c.free_slots.back());
+    char* p = inline_ok ? inl : c.sbuf.data() + size_t(slot) * tune_.recv_bytes;
     std::memcpy(p, &w.mh, sizeof(MsgHdr));
     std::memcpy(p + sizeof(MsgHdr), w.hdr, w.mh.hdr_len);
     if (w.len > 0) std::memcpy(p + sizeof(MsgHdr) + w.mh.hdr_len, w.data, w.len);
     sge.addr = reinterpret_cast<uintptr_t>(p);
-    sge.length = static_cast<uint32_t>(sizeof(MsgHdr) + w.mh.hdr_len + w.len);
+    sge.length = static_cast<uint32_t>(total);
     sge.lkey = c.smr->lkey;
     wr.opcode = IBV_WR_SEND;
-    if (sge.length <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
+    if (inline_ok) wr.send_flags |= IBV_SEND_INLINE;
   } else {
     sge.addr = reinterpret_cast<uintptr_t>(w.data);
     sge.length = static_cast<uint32_t>(w.len);
@@ -156,12 +191,26 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   }
   int rc = ibv_post_send(c.qp, &wr, &bad);
   if (rc != 0) return rc;
-  if (stats_.on) w.posted_ns = Stats::nowNs();
-  if (w.kind == Work::kMsg) {
-    c.free_slots.pop_back();
-    w.slot = static_cast<int>(slot);
+  if (stats_.on) {
+    w.posted_ns = Stats::nowNs();
+    if (w.kind == Work::kWrite) {
+      stats_.onWritePosted(w.posted_ns);
+      ++stats_.wq_posts;
+      stats_.wq_sum += c.wbacklog.size() - 1;
+    }
+    if (w.rts_ns != 0) {
+      uint64_t d = w.posted_ns - w.rts_ns;
+      ++stats_.cts_out;
+      stats_.cts_out_ns += d;
+      stats_.cts_out_max_ns = std::max(stats_.cts_out_max_ns, d);
+    }
+    if ((wr.send_flags & IBV_SEND_INLINE) != 0) ++stats_.inline_sends;
   }
+  if (slot >= 0) c.free_slots.pop_back();
+  w.slot = slot;
+  if (w.kind == Work::kWrite) c.wbytes += w.len;
   c.sq_used++;
+  sq_total_++;
   return 0;
 }
 
@@ -207,6 +256,7 @@ Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegi
   mh.rkey = rkey;
   Work w = makeMsg(*c, mh, {}, nullptr);
   w.fail_recv = rid;
+  w.rts_ns = r->arrived_ns;
   queueWork(*c, std::move(w));
   return Status::ok();
 }

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -44,11 +45,15 @@ unsigned VerbsBackend::drainChannel() {
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
   if (stats_.on) stats_.onProgressEnter(Stats::nowNs());
-  if (idle_ >= tune_.idle_spins && yieldWhileIdle()) {
+  // Sleep or yield only when nothing is in flight: a posted work request or
+  // a rendezvous (kRts awaiting its kCts, kCts awaiting the WRITE) completes
+  // soon, and a caller polling for it must not pay a wake-up (nor a syscall).
+  bool idle = idle_ >= tune_.idle_spins && !inFlight();
+  if (idle && yieldWhileIdle()) {
     // Keep the CPU but let the kernel run: rxe's deferred work (tasklets,
     // ksoftirqd) and a peer on the same CPU get it now, not at the next tick.
     ::sched_yield();
-  } else if (tune_.idle_block_us > 0 && idle_ >= tune_.idle_spins) {
+  } else if (idle && tune_.idle_block_us > 0) {
     idle_ = 0;
     if (arm()) {  // nothing pending: sleep on the CQ channel instead of spinning
       pollfd p{dev_->channel->fd, POLLIN, 0};
@@ -62,10 +67,12 @@ unsigned VerbsBackend::progress() {
     drainChannel();
     armed_ = false;
   }
-  std::vector<ibv_wc> early;
-  early.swap(polled_);
-  for (auto& wc : early) onCompletion(wc);
-  n += static_cast<unsigned>(early.size());
+  if (!polled_.empty()) {
+    std::vector<ibv_wc> early;
+    early.swap(polled_);
+    for (auto& wc : early) onCompletion(wc);
+    n += static_cast<unsigned>(early.size());
+  }
   ibv_wc wcs[32];
   for (int round = 0; round < 8; ++round) {
     int got = ibv_poll_cq(dev_->cq, 32, wcs);
@@ -74,7 +81,7 @@ unsigned VerbsBackend::progress() {
     if (got < 32) break;
   }
   for (auto& [qpn, c] : conns_) {
-    if (!c->backlog.empty()) flush(*c);
+    if (!c->backlog.empty() || !c->wbacklog.empty()) flush(*c);
   }
   for (auto& [peer, st] : pending_peer_errors_) events_->onPeerError(peer, st);
   n += static_cast<unsigned>(pending_peer_errors_.size());
@@ -91,8 +98,8 @@ unsigned VerbsBackend::progress() {
   }
   if (n != 0) {
     idle_ = 0;
-  } else if (idle_++ == 0) {
-    idle_since_ns_ = Stats::nowNs();
+  } else if (idle_++ == 0 && tune_.idle_yield_us > 0) {
+    idle_since_ns_ = Stats::nowNs();  // a syscall in guests whose clock is the HPET
   }
   if (stats_.on) stats_.last_return_ns = Stats::nowNs();
   return n;
@@ -123,14 +130,19 @@ void VerbsBackend::onCompletion(const ibv_wc& wc) {
 }
 
 void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
-  auto wt = works_.find(wc.wr_id);
-  if (wt == works_.end()) return;
-  Work w = std::move(wt->second);
-  works_.erase(wt);
-  if (stats_.on) stats_.onSendCqe(w.posted_ns, Stats::nowNs());
+  if (wc.wr_id >= works_.size() || !works_[wc.wr_id].live) return;
+  Work w = works_[wc.wr_id];
+  freeWork(wc.wr_id);
+  sq_total_--;
+  if (stats_.on) {
+    uint64_t now = Stats::nowNs();
+    stats_.onSendCqe(w.posted_ns, now);
+    if (w.kind == Work::kWrite) stats_.onWriteDone(now, !rsends_.empty());
+  }
   Conn* c = connByQpn(w.qpn);
   if (c != nullptr) {
     c->sq_used--;
+    if (w.kind == Work::kWrite) c->wbytes -= std::min(c->wbytes, w.len);
     if (w.slot >= 0) c->free_slots.push_back(static_cast<uint32_t>(w.slot));
   }
   if (wc.status == IBV_WC_SUCCESS) {
@@ -199,6 +211,7 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
       r->qpn = c.qpn;
       r->send_id = mh.send_id;
       r->len = mh.len;
+      if (stats_.on) r->arrived_ns = Stats::nowNs();
       if (in.retain_into != nullptr) {
         *in.retain_into = r;
       } else {
@@ -221,6 +234,7 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
                                   std::to_string(s.len) + "-byte payload"));
         return;
       }
+      if (stats_.on) stats_.onCts(it->second.rts_ns, Stats::nowNs());
       rsends_.erase(it);
       queueWrite(
           c, RndvSendArgs{s.token, s.data, s.len, s.lkey, s.own_mr, mh.addr, mh.rkey, mh.recv_id});
@@ -243,7 +257,7 @@ bool VerbsBackend::arm() {
       !pending_peer_errors_.empty()) {
     return false;
   }
-  drainChannel();
+  if (armed_) drainChannel();  // an event of the previous arm (else: no syscall)
   if (ibv_req_notify_cq(dev_->cq, 0) != 0) return false;
   armed_ = true;
   ibv_wc wcs[16];

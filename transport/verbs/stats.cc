@@ -45,6 +45,25 @@ void Stats::onSleep(uint64_t ns, bool timed_out) {
   if (ns > sleep_max_ns) sleep_max_ns = ns;
 }
 
+void Stats::onCts(uint64_t rts_ns, uint64_t now) {
+  if (rts_ns == 0 || now < rts_ns) return;
+  ++cts;
+  cts_ns += now - rts_ns;
+  if (now - rts_ns > cts_max_ns) cts_max_ns = now - rts_ns;
+}
+
+void Stats::onWritePosted(uint64_t now) {
+  if (writes_in_flight++ == 0 && bubble_since_ns != 0) {
+    ++bubbles;
+    bubble_ns += now - bubble_since_ns;
+    bubble_since_ns = 0;
+  }
+}
+
+void Stats::onWriteDone(uint64_t now, bool waiting) {
+  if (writes_in_flight > 0 && --writes_in_flight == 0 && waiting) bubble_since_ns = now;
+}
+
 void Stats::print(const char* who) const {
   if (!on) return;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
@@ -54,14 +73,24 @@ void Stats::print(const char* who) const {
       "\"sleep_timeouts\":%llu,\"sleep_us\":%.0f,\"sleep_max_us\":%.0f,"
       "\"gaps_over_1ms\":%llu,\"gap_max_us\":%.0f,\"send_cqes\":%llu,\"recv_cqes\":%llu,"
       "\"send_mean_us\":%.1f,\"send_max_us\":%.0f,\"sends_over_1ms\":%llu,"
-      "\"backlog_waits\":%llu}\n",
+      "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"cts\":%llu,\"cts_mean_us\":%.1f,"
+      "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
+      "\"rts_pending_max\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
+      "\"cts_out_max_us\":%.0f}\n",
       who, static_cast<unsigned long long>(progress_calls), static_cast<unsigned long long>(sleeps),
       static_cast<unsigned long long>(sleep_timeouts), us(sleep_ns), us(sleep_max_ns),
       static_cast<unsigned long long>(gaps_over_1ms), us(gap_max_ns),
       static_cast<unsigned long long>(send_cqes), static_cast<unsigned long long>(recv_cqes),
       send_cqes ? us(send_ns) / static_cast<double>(send_cqes) : 0.0, us(send_max_ns),
       static_cast<unsigned long long>(sends_over_1ms),
-      static_cast<unsigned long long>(backlog_waits));
+      static_cast<unsigned long long>(backlog_waits), static_cast<unsigned long long>(inline_sends),
+      static_cast<unsigned long long>(cts), cts ? us(cts_ns) / static_cast<double>(cts) : 0.0,
+      us(cts_max_ns), static_cast<unsigned long long>(bubbles), us(bubble_ns),
+      rts ? static_cast<double>(rts_pending_sum) / static_cast<double>(rts) : 0.0,
+      static_cast<unsigned long long>(rts_pending_max),
+      wq_posts ? static_cast<double>(wq_sum) / static_cast<double>(wq_posts) : 0.0,
+      static_cast<unsigned long long>(cts_out),
+      cts_out ? us(cts_out_ns) / static_cast<double>(cts_out) : 0.0, us(cts_out_max_ns));
 }
 
 }  // namespace tictac::transport::verbs

@@ -23,6 +23,19 @@ struct Stats {
   uint64_t send_cqes = 0, recv_cqes = 0;
   uint64_t send_ns = 0, send_max_ns = 0, sends_over_1ms = 0;  // post -> CQE
   uint64_t backlog_waits = 0;  // work that could not be posted at once
+  uint64_t inline_sends = 0;   // SENDs posted with IBV_SEND_INLINE
+  // Rendezvous sender: kRts queued -> its kCts arrived, and the stretches in
+  // which no RDMA WRITE was in flight while a transfer waited for its kCts
+  // (the wire idles on the handshake: a pipeline bubble).
+  uint64_t cts = 0, cts_ns = 0, cts_max_ns = 0;
+  uint64_t bubbles = 0, bubble_ns = 0;
+  // Rendezvous sender: transfers awaiting their kCts when another kRts is
+  // queued (sum and max), and WRITEs waiting in the backlog when one is posted.
+  uint64_t rts = 0, rts_pending_sum = 0, rts_pending_max = 0, wq_sum = 0, wq_posts = 0;
+  // Rendezvous receiver: kRts polled -> its kCts posted.
+  uint64_t cts_out = 0, cts_out_ns = 0, cts_out_max_ns = 0;
+  uint32_t writes_in_flight = 0;
+  uint64_t bubble_since_ns = 0;  // 0: no bubble open
   uint64_t last_return_ns = 0;
 
   static uint64_t nowNs();
@@ -31,6 +44,10 @@ struct Stats {
   void onProgressEnter(uint64_t now);
   void onSendCqe(uint64_t posted_ns, uint64_t now);
   void onSleep(uint64_t ns, bool timed_out);
+  void onCts(uint64_t rts_ns, uint64_t now);
+  void onWritePosted(uint64_t now);
+  // A WRITE completed; `waiting`: a transfer still awaits its kCts.
+  void onWriteDone(uint64_t now, bool waiting);
   // One JSON line on stderr (when on).
   void print(const char* who) const;
 };
