@@ -5,6 +5,8 @@
 // sequence number). After all events of one instant are handled, the links
 // are arbitrated (greedy, smallest key first, over the link pairs whose state
 // changed) and then every worker whose state changed picks its next compute op.
+// setup.cc builds the static tables once per run, engine.cc holds the event
+// loop and the compute side, links.cc the transfer side.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +71,7 @@ class Engine {
   void enqueue(bool grad, uint32_t slot, uint32_t w, uint32_t k);
   void dispatch(bool grad);
   void startChunk(uint32_t id);
+  void setLinksBusy(const Xfer& x, bool busy);  // both links x's chunks use
   void onChunkDone(uint32_t id);
   void onParamArrived(const Xfer& x);
   void onGradPushed(const Xfer& x);

@@ -86,14 +86,18 @@ void Engine::startChunk(uint32_t id) {
   x.chunk = c;
   x.chunk_start = now_;
   ++out_.chunks;
-  if (x.grad) {
-    workers_[x.w].out_busy = true;
-    servers_[x.ps].in_busy = true;
-  } else {
-    servers_[x.ps].out_busy = true;
-    workers_[x.w].in_busy = true;
-  }
+  setLinksBusy(x, true);
   push(now_ + dur, kChunkDone, id, 0);
+}
+
+void Engine::setLinksBusy(const Xfer& x, bool busy) {
+  if (x.grad) {  // worker out-link -> PS in-link
+    workers_[x.w].out_busy = busy;
+    servers_[x.ps].in_busy = busy;
+  } else {  // PS out-link -> worker in-link
+    servers_[x.ps].out_busy = busy;
+    workers_[x.w].in_busy = busy;
+  }
 }
 
 void Engine::onChunkDone(uint32_t id) {
@@ -109,13 +113,7 @@ void Engine::onChunkDone(uint32_t id) {
     }
   };
   // Free both links; every pair using one of them may start now.
-  if (x.grad) {
-    workers_[x.w].out_busy = false;
-    servers_[x.ps].in_busy = false;
-  } else {
-    servers_[x.ps].out_busy = false;
-    workers_[x.w].in_busy = false;
-  }
+  setLinksBusy(x, false);
   for (uint32_t w = 0; w < W_; ++w) touch(size_t{x.ps} * W_ + w);
   for (uint32_t j = 0; j < N_; ++j) touch(size_t{j} * W_ + x.w);
 
