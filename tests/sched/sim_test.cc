@@ -1,4 +1,5 @@
-// tests/sched/sim_test.cc: the iteration simulator on hand-worked graphs.
+// tests/sched/sim_test.cc: the iteration simulator on hand-worked graphs
+// (sim_check_test.cc: properties on random graphs, the trace, bad input).
 //
 // Bandwidth 0.008 Gbit/s throughout, so a recv of B bytes takes exactly B us
 // (B*8/(0.008*1e3)) and every expected time below is a small integer.
@@ -6,66 +7,29 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <string>
 
-#include "bench/graphgen.h"
+#include "tests/sched/sim_test_util.h"
 
 namespace tictac::sched {
 namespace {
 
-struct Builder {
-  Graph g;
-  OpIndex recv(const std::string& n, uint64_t bytes) {
-    Op op;
-    op.name = n;
-    op.kind = OpKind::kRecv;
-    op.bytes = bytes;
-    g.ops.push_back(op);
-    return static_cast<OpIndex>(g.ops.size() - 1);
-  }
-  OpIndex compute(const std::string& n, double t, std::vector<OpIndex> in) {
-    Op op;
-    op.name = n;
-    op.time_us = t;
-    op.has_time = true;
-    op.inputs = std::move(in);
-    g.ops.push_back(op);
-    return static_cast<OpIndex>(g.ops.size() - 1);
-  }
-};
-
-SimOptions bytesAreMicros() {
-  SimOptions o;
-  o.bandwidth_gbps = 0.008;
-  return o;
-}
-
-PriorityVector prio(const Graph& g, std::initializer_list<std::pair<const char*, Priority>> l) {
-  PriorityVector pv(g.ops.size(), 0);
-  for (auto& [n, p] : l) pv[static_cast<size_t>(g.find(n))] = p;
-  return pv;
-}
-
-// a(10) -> A(15) -> C(1) <- B(5) <- b(20)
-Graph twoBranches() {
-  Builder b;
-  OpIndex a = b.recv("a", 10), rb = b.recv("b", 20);
-  OpIndex A = b.compute("A", 15, {a}), B = b.compute("B", 5, {rb});
-  b.g.outputs = {b.compute("C", 1, {A, B})};
-  return b.g;
-}
+using testing::GraphBuilder;
+using testing::prio;
+using testing::simBytesAreMicros;
+using testing::twoBranches;
 
 TEST(Sim, InferenceOrderMatters) {
   Graph g = twoBranches();
   // a first: a@10, A 10-25, b@30, B 30-35, C 35-36.
-  SimResult r = simulate(g, prio(g, {{"a", 0}, {"b", 1}}), bytesAreMicros());
+  SimResult r = simulate(g, prio(g, {{"a", 0}, {"b", 1}}), simBytesAreMicros());
   EXPECT_DOUBLE_EQ(r.makespan_us, 36);
   // b first: b@20, B 20-25, a@30, A 30-45, C 45-46.
-  EXPECT_DOUBLE_EQ(simulate(g, prio(g, {{"a", 1}, {"b", 0}}), bytesAreMicros()).makespan_us, 46);
+  EXPECT_DOUBLE_EQ(simulate(g, prio(g, {{"a", 1}, {"b", 0}}), simBytesAreMicros()).makespan_us, 46);
   // Equal priorities: ties by name, so a first again.
-  EXPECT_DOUBLE_EQ(simulate(g, prio(g, {{"a", 3}, {"b", 3}}), bytesAreMicros()).makespan_us, 36);
+  EXPECT_DOUBLE_EQ(simulate(g, prio(g, {{"a", 3}, {"b", 3}}), simBytesAreMicros()).makespan_us, 36);
   // M = 30, P = 21, CP = max(10+15+1, 20+5+1) = 26.
   EXPECT_DOUBLE_EQ(r.comm_us, 30);
   EXPECT_DOUBLE_EQ(r.compute_us, 21);
@@ -80,7 +44,7 @@ TEST(Sim, InferenceOrderMatters) {
 
 TEST(Sim, LatencyPaidOncePerTransferAlsoWithChunks) {
   Graph g = twoBranches();
-  SimOptions o = bytesAreMicros();
+  SimOptions o = simBytesAreMicros();
   o.latency_us = 5;
   // a@15, A 15-30, b@15+25=40, B 40-45, C 45-46.
   SimResult r = simulate(g, prio(g, {{"a", 0}, {"b", 1}}), o);
@@ -93,14 +57,14 @@ TEST(Sim, LatencyPaidOncePerTransferAlsoWithChunks) {
 }
 
 TEST(Sim, ReadyOpsRunOneAtATimeByListPosition) {
-  Builder b;
+  GraphBuilder b;
   OpIndex a = b.recv("a", 10);
   OpIndex y = b.compute("Y", 3, {a});
   OpIndex x = b.compute("X", 4, {a});
-  b.g.outputs = {b.compute("Z", 1, {x, y})};
-  SimOptions o = bytesAreMicros();
+  b.output(b.compute("Z", 1, {x, y}));
+  SimOptions o = simBytesAreMicros();
   o.record_trace = true;
-  SimResult r = simulate(b.g, PriorityVector(b.g.ops.size(), 0), o);
+  SimResult r = simulate(b.graph(), PriorityVector(b.graph().ops.size(), 0), o);
   EXPECT_DOUBLE_EQ(r.makespan_us, 18);  // a@10, Y 10-13, X 13-17, Z 17-18
   std::map<std::string, double> start;
   for (const TraceSpan& s : r.trace) start[s.name] = s.start_us;
@@ -111,7 +75,7 @@ TEST(Sim, ReadyOpsRunOneAtATimeByListPosition) {
 
 TEST(Sim, TrainingSingleIteration) {
   Graph g = twoBranches();
-  SimOptions o = bytesAreMicros();
+  SimOptions o = simBytesAreMicros();
   o.mode = SimMode::kTraining;  // bwd_factor 2
   // Forward ends at 36. Backward in reverse topological order C, B, A:
   // C 36-38, B 38-48 (grad b ready, pushed 48-68), A 48-78 (grad a, pushed 78-88).
@@ -127,16 +91,16 @@ TEST(Sim, TrainingSingleIteration) {
 // a(2) -> A(50) -> B(1) <- b(100). In iteration 1 the big b is summed first
 // (its backward comes first) and leaves before a, which is more urgent.
 Graph preemptGraph() {
-  Builder b;
+  GraphBuilder b;
   OpIndex a = b.recv("a", 2), rb = b.recv("b", 100);
   OpIndex A = b.compute("A", 50, {a});
-  b.g.outputs = {b.compute("B", 1, {A, rb})};
-  return b.g;
+  b.output(b.compute("B", 1, {A, rb}));
+  return b.graph();
 }
 
 TEST(Sim, TrainingPipelinesIterationsAndChunksLetUrgentTransfersOvertake) {
   Graph g = preemptGraph();
-  SimOptions o = bytesAreMicros();
+  SimOptions o = simBytesAreMicros();
   o.mode = SimMode::kTraining;
   o.runs = 2;
   // Iteration 0: a 0-2, b 2-102; A 2-52, B 102-103; bwd B 103-105 (push b
@@ -158,15 +122,15 @@ TEST(Sim, TrainingPipelinesIterationsAndChunksLetUrgentTransfersOvertake) {
 }
 
 TEST(Sim, ShardingBySizeAndLinkContention) {
-  Builder b;
+  GraphBuilder b;
   OpIndex big = b.recv("big", 40), mid = b.recv("mid", 30);
   OpIndex small = b.recv("small", 20), tiny = b.recv("tiny", 10);
-  b.g.outputs = {b.compute("Z", 1, {big, mid, small, tiny})};
-  SimOptions o = bytesAreMicros();
+  b.output(b.compute("Z", 1, {big, mid, small, tiny}));
+  SimOptions o = simBytesAreMicros();
   o.workers = 2;
   o.ps = 2;
-  PriorityVector pv = prio(b.g, {{"big", 0}, {"mid", 1}, {"small", 2}, {"tiny", 3}});
-  SimResult r = simulate(b.g, pv, o);
+  PriorityVector pv = prio(b.graph(), {{"big", 0}, {"mid", 1}, {"small", 2}, {"tiny", 3}});
+  SimResult r = simulate(b.graph(), pv, o);
   // Largest first onto the least-loaded PS: big->0, mid->1, small->1, tiny->0.
   EXPECT_EQ(r.shard[big], 0u);
   EXPECT_EQ(r.shard[mid], 1u);
@@ -182,21 +146,21 @@ TEST(Sim, ShardingBySizeAndLinkContention) {
   // With one PS everything queues on its out-link: big, big, mid, mid, ...
   // w0 gets its last (tiny) at 40+40+30+30+20+20+10 = 190, w1 at 200.
   o.ps = 1;
-  r = simulate(b.g, pv, o);
+  r = simulate(b.graph(), pv, o);
   EXPECT_DOUBLE_EQ(r.makespan_us, 201);
   EXPECT_DOUBLE_EQ(r.straggler_us.mean, 10);
 }
 
 TEST(Sim, OneIncomingLinkPerWorkerOneOutgoingPerPs) {
-  Builder b;
+  GraphBuilder b;
   OpIndex x = b.recv("x", 10), y = b.recv("y", 10);
-  b.g.outputs = {b.compute("Z", 1, {x, y})};
-  SimOptions o = bytesAreMicros();
+  b.output(b.compute("Z", 1, {x, y}));
+  SimOptions o = simBytesAreMicros();
   o.ps = 2;  // x on PS0, y on PS1, but the worker's in-link serializes them
-  EXPECT_DOUBLE_EQ(simulate(b.g, PriorityVector(b.g.ops.size(), 0), o).makespan_us, 21);
+  EXPECT_DOUBLE_EQ(simulate(b.graph(), PriorityVector(b.graph().ops.size(), 0), o).makespan_us, 21);
   o.ps = 1;
   o.workers = 2;  // x->w0, x->w1, y->w0, y->w1 on the PS out-link
-  SimResult r = simulate(b.g, PriorityVector(b.g.ops.size(), 0), o);
+  SimResult r = simulate(b.graph(), PriorityVector(b.graph().ops.size(), 0), o);
   EXPECT_DOUBLE_EQ(r.makespan_us, 41);
   EXPECT_DOUBLE_EQ(r.straggler_us.p99, 10);
 }
@@ -211,7 +175,7 @@ TEST(Sim, OrderSourceIsAskedOncePerWorkerAndIteration) {
       asked.insert({w, k});
       return (w + k) % 2 ? prio(g, {{"a", 1}, {"b", 0}}) : prio(g, {{"a", 0}, {"b", 1}});
     };
-    SimOptions o = bytesAreMicros();
+    SimOptions o = simBytesAreMicros();
     o.mode = mode;
     o.workers = 3;
     o.runs = 4;
@@ -224,118 +188,20 @@ TEST(Sim, OrderSourceIsAskedOncePerWorkerAndIteration) {
 }
 
 TEST(Sim, MetricsDenominatorsAndPercentiles) {
-  Builder b;
+  GraphBuilder b;
   OpIndex a = b.recv("a", 10);
-  b.g.outputs = {b.compute("A", 0, {a})};
-  SimResult r = simulate(b.g, PriorityVector(b.g.ops.size(), 0), bytesAreMicros());
+  b.output(b.compute("A", 0, {a}));
+  SimResult r = simulate(b.graph(), PriorityVector(b.graph().ops.size(), 0), simBytesAreMicros());
   EXPECT_DOUBLE_EQ(r.makespan_us, 10);
   EXPECT_DOUBLE_EQ(r.efficiency, 1);  // P = 0: M + P - max(M, P) = 0
   EXPECT_DOUBLE_EQ(r.headroom, 0);
   r.iteration_samples.clear();
   for (int i = 100; i >= 1; --i) r.iteration_samples.push_back(i);
-  computeMetrics(b.g, bytesAreMicros(), r);
+  computeMetrics(b.graph(), simBytesAreMicros(), r);
   EXPECT_DOUBLE_EQ(r.iteration_us.mean, 50.5);
   EXPECT_DOUBLE_EQ(r.iteration_us.p50, 50);
   EXPECT_DOUBLE_EQ(r.iteration_us.p99, 99);
   EXPECT_DOUBLE_EQ(r.makespan_us, 50.5);
-}
-
-TEST(Sim, BoundsHoldAndFastPathMatchesEngineOnRandomGraphs) {
-  for (uint64_t seed = 1; seed <= 60; ++seed) {
-    Graph g = bench::randomSmallGraph(seed, 2 + seed % 6, 3 + seed % 9);
-    bench::SplitMix64 rng(seed);
-    PriorityVector pv(g.ops.size(), 0);
-    for (auto& p : pv) p = static_cast<Priority>(rng.range(0, 5));
-    for (SimMode mode : {SimMode::kInference, SimMode::kTraining}) {
-      SimOptions o;
-      o.mode = mode;
-      o.latency_us = static_cast<double>(seed % 3);
-      SimResult r = simulate(g, pv, o);
-      EXPECT_LE(r.lower_bound_us, r.makespan_us + 1e-9) << "seed " << seed;
-      EXPECT_LE(r.makespan_us, r.upper_bound_us + 1e-9) << "seed " << seed;
-      EXPECT_GE(r.efficiency_cp, -1e-12);
-      EXPECT_LE(r.efficiency, 1 + 1e-12);
-      if (mode == SimMode::kInference) {
-        EXPECT_EQ(singleWorkerMakespanUs(g, pv, o), r.makespan_us) << "seed " << seed;
-      }
-    }
-  }
-}
-
-TEST(Sim, ChromeTraceIsWellFormed) {
-  Graph g = twoBranches();
-  SimOptions o = bytesAreMicros();
-  o.mode = SimMode::kTraining;
-  o.workers = 2;
-  o.runs = 2;
-  o.record_trace = true;
-  SimResult r = simulate(g, prio(g, {{"a", 0}, {"b", 1}}), o);
-  nlohmann::json doc = nlohmann::json::parse(chromeTraceJson(g, r, o));
-  ASSERT_TRUE(doc["traceEvents"].is_array());
-  size_t x = 0, compute = 0, threads = 0, procs = 0;
-  std::map<int, double> lane_end;  // per (pid, tid): spans on one lane never overlap
-  for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] == "M") {
-      threads += e["name"] == "thread_name";
-      procs += e["name"] == "process_name";
-      EXPECT_TRUE(e["args"]["name"].is_string());
-      continue;
-    }
-    ASSERT_EQ(e["ph"], "X");
-    ++x;
-    EXPECT_GE(e["dur"].get<double>(), 0);
-    compute += e["cat"] == "compute";
-    int lane = e["pid"].get<int>() * 10 + e["tid"].get<int>();
-    EXPECT_GE(e["ts"].get<double>() + 1e-9, lane_end[lane]) << e.dump();
-    lane_end[lane] = e["ts"].get<double>() + e["dur"].get<double>();
-  }
-  EXPECT_EQ(procs, 2u);
-  EXPECT_EQ(threads, 6u);
-  EXPECT_EQ(compute, 2u * 2 * 3 * 2);  // workers x runs x ops x (fwd + bwd)
-  EXPECT_EQ(x, compute + r.chunks);
-}
-
-TEST(Sim, OrderFileParsing) {
-  Graph g = twoBranches();
-  PriorityVector pv = parseOrderTsv(g, "b\t0\na\t7\n");
-  EXPECT_EQ(pv[static_cast<size_t>(g.find("a"))], 7u);
-  EXPECT_EQ(pv[static_cast<size_t>(g.find("b"))], 0u);
-  auto fails = [&](const char* text, const char* needle) {
-    try {
-      parseOrderTsv(g, text);
-      ADD_FAILURE() << "accepted: " << text;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  };
-  fails("a\t0\nb 1\n", "line 2");
-  fails("a\t0\nb\t-1\n", "line 2");
-  fails("a\t0\nb\tx\n", "line 2");
-  fails("a\t0\nb\t\n", "line 2");
-  fails("a\t0\n\nb\t1\n", "line 2");
-  fails("a\t0\nq\t1\n", "unknown op q");
-  fails("a\t0\nA\t1\n", "not a recv");
-  fails("a\t0\na\t1\n", "repeated");
-  fails("a\t0\n", "no line for recv b");
-}
-
-TEST(Sim, RejectsBadOptions) {
-  Graph g = twoBranches();
-  PriorityVector pv(g.ops.size(), 0);
-  SimOptions o;
-  o.bandwidth_gbps = 0;
-  EXPECT_THROW(simulate(g, pv, o), InputError);
-  o = SimOptions{};
-  o.workers = 0;
-  EXPECT_THROW(simulate(g, pv, o), InputError);
-  o = SimOptions{};
-  o.latency_us = std::nan("");
-  EXPECT_THROW(simulate(g, pv, o), InputError);
-  EXPECT_THROW(simulate(g, PriorityVector(1, 0), SimOptions{}), InputError);
-  o = SimOptions{};
-  o.workers = 100000;
-  o.ps = 1000;  // 10^8 link pairs: refused, not allocated
-  EXPECT_THROW(simulate(g, pv, o), InputError);
 }
 
 }  // namespace
