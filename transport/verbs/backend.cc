@@ -75,6 +75,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
   tune_.sl = static_cast<uint8_t>(sl);
   auto cfg = deviceConfig(options);
   if (!cfg) return cfg.status();
+  if (Status s = initCm(options, &cfg.value()); !s) return s;
   auto dev = Device::open(cfg.value());
   if (!dev) return dev.status();
   dev_ = std::move(dev.value());
@@ -100,7 +101,7 @@ VerbsBackend::~VerbsBackend() {
   dev_.reset();
 }
 
-Result<VerbsBackend::Conn*> VerbsBackend::newConn() {
+Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post_recvs) {
   auto c = std::make_unique<Conn>();
   ibv_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = dev_->cq;
@@ -109,10 +110,11 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn() {
   ia.cap.max_recv_wr = tune_.rq_depth;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ia.cap.max_inline_data = 256;
-  c->qp = ibv_create_qp(dev_->pd, &ia);
+  auto create = [&] { return make ? make(&ia) : ibv_create_qp(dev_->pd, &ia); };
+  c->qp = create();
   if (c->qp == nullptr) {
     ia.cap.max_inline_data = 0;
-    c->qp = ibv_create_qp(dev_->pd, &ia);
+    c->qp = create();
   }
   if (c->qp == nullptr) return verbsError("ibv_create_qp", errno);
   max_inline_ = ia.cap.max_inline_data;
@@ -146,11 +148,12 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn() {
     return verbsError("ibv_reg_mr (message buffers)", err);
   }
   for (uint32_t i = tune_.sq_depth; i > 0; --i) raw->free_slots.push_back(i - 1);
-  for (uint32_t i = 0; i < tune_.rq_depth; ++i) repost(*raw, i);
+  for (uint32_t i = 0; post_recvs && i < tune_.rq_depth; ++i) repost(*raw, i);
   return raw;
 }
 
 std::vector<uint8_t> VerbsBackend::localAddress() {
+  if (cm_) return cmLocalAddress();
   auto c = newConn();
   if (!c) return {};  // the peer's addPeer rejects an empty blob; ours finds no QP
   AddressBlob b;
@@ -168,7 +171,13 @@ std::vector<uint8_t> VerbsBackend::localAddress() {
 }
 
 Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
+  if (cm_) return addPeerCm(peer, remote);
   AddressBlob rb;
+  if (remote.size() == sizeof(rb) + sizeof(CmBlob)) {
+    return {StatusCode::kProtocolError,
+            "the peer connects by rdma_cm (cm=rdmacm), this side by "
+            "QP numbers over the bootstrap (cm=tcp): set the same cm"};
+  }
   if (remote.size() != sizeof(rb)) {
     return {StatusCode::kProtocolError, "verbs address of " + std::to_string(remote.size()) +
                                             " bytes (expected " + std::to_string(sizeof(rb)) + ")"};

@@ -15,12 +15,14 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "transport/verbs/cm.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/proto.h"
 #include "transport/verbs/stats.h"
@@ -146,7 +148,16 @@ class VerbsBackend final : public Backend {
     uint64_t arrived_ns = 0;  // Stats: when its kRts was polled
   };
 
-  Result<Conn*> newConn();
+  // Creates a Conn's QP with `make` (rdma_cm) or ibv_create_qp, moves it to
+  // INIT and, unless post_recvs is false (the caller posts them later), posts
+  // its receive buffers.
+  using QpMaker = std::function<ibv_qp*(ibv_qp_init_attr*)>;
+  Result<Conn*> newConn(const QpMaker& make = {}, bool post_recvs = true);
+  // cm=rdmacm (cm.cc): setup, the blob, addPeer and incoming requests.
+  Status initCm(const BackendOptions& options, DeviceConfig* dc);
+  std::vector<uint8_t> cmLocalAddress();
+  Status addPeerCm(PeerId peer, std::span<const uint8_t> remote);
+  Status acceptCm(rdma_cm_id* id, const CmRequest& request);
   void dropConn(uint32_t qpn);
   Status connectQp(Conn& c, const AddressBlob& remote);
   void killConn(Conn& c, const Status& why);
@@ -173,6 +184,7 @@ class VerbsBackend final : public Backend {
   bool yieldWhileIdle();  // idle for less than idle_yield_us
 
   BackendEvents* events_;
+  std::unique_ptr<CmState> cm_;  // cm=rdmacm only; its ids outlive dev_'s PD
   std::unique_ptr<Device> dev_;
   Tuning tune_;
   std::map<uint32_t, std::unique_ptr<Conn>> conns_;  // by QP number

@@ -139,8 +139,11 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& c) {
     std::string name = ibv_get_device_name(list[i]);
     seen += (seen.empty() ? "" : ", ") + name;
     if (!c.device.empty() && name != c.device) continue;
+    if (c.context != nullptr && name != ibv_get_device_name(c.context->device)) continue;
     std::unique_ptr<Device> cand(new Device());
-    cand->ctx = ibv_open_device(list[i]);
+    cand->owns_ctx = c.context == nullptr;
+    cand->ctx = c.context != nullptr ? c.context : ibv_open_device(list[i]);
+    cand->port = c.port;
     cand->name = name;
     if (cand->ctx == nullptr) {
       last = sysError("ibv_open_device(" + name + ")", errno);
@@ -201,7 +204,7 @@ Device::~Device() {
   if (cq != nullptr) ibv_destroy_cq(cq);
   if (channel != nullptr) ibv_destroy_comp_channel(channel);
   if (pd != nullptr) ibv_dealloc_pd(pd);
-  if (ctx != nullptr) ibv_close_device(ctx);
+  if (ctx != nullptr && owns_ctx) ibv_close_device(ctx);
 }
 
 }  // namespace tictac::transport::verbs

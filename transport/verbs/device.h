@@ -21,6 +21,8 @@ struct DeviceConfig {
   int gid_index = -1;   // -1: automatic
   std::string address;  // IPv4 whose mapped RoCE v2 GID to prefer
   int cq_entries = 4096;
+  ibv_context* context = nullptr;  // open this one (rdma_cm's, not owned) instead
+  uint8_t port = 1;                // with `context`: its port
 };
 
 // Reads options.device/config and the environment (see factory.h).
@@ -47,7 +49,8 @@ class Device {
   ibv_device_attr dev_attr{};
   int gid_index = 0;
   ibv_gid gid{};
-  bool roce = true;  // Ethernet link layer: GRH always, LID unused
+  bool roce = true;      // Ethernet link layer: GRH always, LID unused
+  bool owns_ctx = true;  // false: rdma_cm's context (DeviceConfig::context)
 
  private:
   Device() = default;

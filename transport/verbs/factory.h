@@ -22,6 +22,15 @@
 //                pollers starve rxe, which does its work in the kernel
 //   idle_yield_us  before that sleep, sched_yield() in each idle progress()
 //                call for this long from the first idle one (0 = off, default)
+//   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
+//                QP numbers and GIDs in the blob the core's bootstrap carries)
+//                or "rdmacm" (librdmacm: listener on `address`, resolve
+//                address and route, connect/accept, QPs created by the CM;
+//                cm.h). rdmacm needs `address` (else TICTAC_VERBS_ADDRESS) on a
+//                non-loopback RDMA interface: rxe on lo cannot route rdma_cm,
+//                and creation then fails with kNoDevice saying so. Both sides
+//                must use the same cm (else addPeer fails, kProtocolError).
+//   cm_timeout_ms  rdma_cm resolve/connect/accept deadline in addPeer (10000)
 // TICTAC_VERBS_STATS=1 prints the backend's diagnostic counters (sleeps,
 // post -> completion times, gaps between progress() calls; stats.h) as one
 // JSON line on stderr when the backend is destroyed.

@@ -1,0 +1,238 @@
+// The verbs backend with rdma_cm connection setup (cm=rdmacm; suite 'verbs',
+// run inside tools/softroce-vm, whose rxed0 sits on the dummy interface d0 at
+// 192.0.2.1: rdma_cm cannot route over rxe on lo).
+//
+// This binary also holds the channel conformance suite (channel_test.cc) run
+// with TICTAC_TEST_BACKENDS=verbs-cm: intact data 0 B..64 MiB, urgent
+// overtakes bulk, completions once and never inline, over QPs that rdma_cm
+// connected. On a host without an RDMA device every case skips; inside the
+// guest (TICTAC_GUEST set) a missing device is a failure.
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "tests/transport/backend_helper.h"
+
+namespace tictac::transport::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// The guest's rdma_cm address (tools/softroce-vm-init); TICTAC_TEST_CM_ADDRESS overrides.
+std::string cmAddress() {
+  const char* e = std::getenv("TICTAC_TEST_CM_ADDRESS");
+  return e != nullptr && *e ? e : "192.0.2.1";
+}
+
+bool viable() {
+  if (std::getenv("TICTAC_GUEST") != nullptr) return true;
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list != nullptr) ibv_free_device_list(list);
+  return n > 0;
+}
+
+ContextOptions cmOptions() {
+  ContextOptions o;
+  o.backend = "verbs";
+  o.backend_config = {{"cm", "rdmacm"}, {"address", cmAddress()}};
+  return o;
+}
+
+const bool registered = registerBackendHelper({"verbs-cm", cmOptions, viable});
+
+#define REQUIRE_DEVICE()                                                            \
+  do {                                                                              \
+    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
+  } while (0)
+
+TEST(VerbsCm, BadCmOptionsAreInvalidArguments) {
+  ASSERT_TRUE(registered);
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"cm", "carrier-pigeon"}, {"cm_timeout_ms", "5"}, {"cm_timeout_ms", "x"}}) {
+    ContextOptions o = cmOptions();
+    o.backend_config[key] = value;
+    auto c = Context::create(o);
+    ASSERT_FALSE(c) << key;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().toString();
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().toString();
+  }
+  ContextOptions o = cmOptions();
+  o.backend_config["address"] = "not-an-ip";
+  auto c = Context::create(o);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().toString();
+}
+
+// rxe on lo: rdma_cm cannot resolve the route; creation says so quickly.
+TEST(VerbsCm, LoopbackFailsClearlyAtCreate) {
+  REQUIRE_DEVICE();
+  ContextOptions o = cmOptions();
+  o.backend_config["address"] = "127.0.0.1";
+  auto t0 = Clock::now();
+  auto c = Context::create(o);
+  auto took = Clock::now() - t0;
+  ASSERT_FALSE(c) << "rdma_cm over rxe on lo unexpectedly worked";
+  EXPECT_EQ(c.status().code(), StatusCode::kNoDevice) << c.status().toString();
+  EXPECT_NE(c.status().message().find("rdma_cm"), std::string::npos) << c.status().toString();
+  EXPECT_LT(took, 12s);
+}
+
+// One side rdma_cm, the other QP numbers over the bootstrap: both fail
+// with a message naming the cause, neither hangs.
+TEST(VerbsCm, MixedModesFailClearly) {
+  REQUIRE_DEVICE();
+  auto a = Context::create(cmOptions());
+  ContextOptions tcp;
+  tcp.backend = "verbs";
+  tcp.backend_config = {{"address", "127.0.0.1"}};
+  auto b = Context::create(tcp);
+  ASSERT_TRUE(a && b) << (a ? b.status() : a.status()).toString();
+  auto l = a.value()->listen(0, "127.0.0.1");
+  ASSERT_TRUE(l);
+  Result<std::shared_ptr<Channel>> acc = Status(StatusCode::kTimeout, "not run");
+  std::thread t([&] { acc = l.value()->accept(20s); });
+  auto con = b.value()->connect("127.0.0.1", l.value()->port());
+  t.join();
+  ASSERT_FALSE(con);
+  ASSERT_FALSE(acc);
+  EXPECT_EQ(con.status().code(), StatusCode::kProtocolError) << con.status().toString();
+  EXPECT_NE(con.status().message().find("same cm"), std::string::npos) << con.status().toString();
+  EXPECT_NE(acc.status().message().find("same cm"), std::string::npos) << acc.status().toString();
+}
+
+// Channels set up concurrently (two clients, and one client twice) pair
+// their QPs by listener and token, whatever the order of the calls.
+TEST(VerbsCm, ConcurrentSetupsPairCorrectly) {
+  REQUIRE_DEVICE();
+  auto s = Context::create(cmOptions());
+  auto c1 = Context::create(cmOptions());
+  auto c2 = Context::create(cmOptions());
+  ASSERT_TRUE(s && c1 && c2);
+  auto l = s.value()->listen(0, "127.0.0.1");
+  ASSERT_TRUE(l);
+  uint16_t port = l.value()->port();
+  std::vector<Result<std::shared_ptr<Channel>>> out(3, Status(StatusCode::kTimeout, "not run"));
+  std::vector<std::shared_ptr<Context>> who{c1.value(), c1.value(), c2.value()};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 3; ++i)
+    ts.emplace_back([&, i] { out[i] = who[i]->connect("127.0.0.1", port); });
+  std::vector<std::shared_ptr<Channel>> acc;
+  for (int i = 0; i < 3; ++i) {
+    auto a = l.value()->accept(30s);
+    ASSERT_TRUE(a) << a.status().toString();
+    acc.push_back(a.value());
+  }
+  for (auto& t : ts) t.join();
+  for (auto& o : out) ASSERT_TRUE(o) << o.status().toString();
+  // Each client channel reaches exactly one accepted channel, intact: send a
+  // distinct tensor on each and expect it on every accepted channel. A QP
+  // paired with the wrong peer fails the core's sender check (protocol error).
+  for (int i = 0; i < 3; ++i) {
+    size_t len = 100000 + 4096 * static_cast<size_t>(i);
+    std::vector<char> src(len), dst(len);
+    fillPattern(src.data(), len, 90 + i);
+    auto snd = out[i].value()->send({uint64_t(50 + i), 1, ""}, src.data(), len);
+    ASSERT_TRUE(snd);
+    std::vector<std::vector<char>> bufs(3, std::vector<char>(len));
+    std::vector<OpHandle> exps;
+    for (auto& ch : acc) {
+      auto e = ch->expect({uint64_t(50 + i), 1, ""}, bufs[exps.size()].data(), len);
+      ASSERT_TRUE(e);
+      exps.push_back(e.value());
+    }
+    auto until = Clock::now() + 30s;
+    auto landed = [&] {
+      for (auto& e : exps) {
+        if (e->done() && e->status().isOk()) return true;
+      }
+      return false;
+    };
+    while (!(snd.value()->done() && landed()) && Clock::now() < until) {
+      for (auto& c : {s.value(), c1.value(), c2.value()}) c->progress();
+    }
+    ASSERT_TRUE(snd.value()->done() && landed()) << i;
+    EXPECT_TRUE(snd.value()->status().isOk()) << snd.value()->status().toString();
+    int hits = 0;
+    for (size_t k = 0; k < exps.size(); ++k) {
+      if (exps[k]->done() && exps[k]->status().isOk()) {
+        ++hits;
+        EXPECT_EQ(checksum(src.data(), len), checksum(bufs[k].data(), len));
+      } else {
+        acc[k]->cancel(exps[k]);
+      }
+    }
+    EXPECT_EQ(hits, 1) << i;
+    for (int k = 0; k < 200; ++k) {
+      for (auto& c : {s.value(), c1.value(), c2.value()}) c->progress();
+    }
+  }
+}
+
+// A peer process that accepts one cm=rdmacm channel and then only makes progress.
+[[noreturn]] void holdingPeer(int port_fd) {
+  auto c = Context::create(cmOptions());
+  if (!c) ::_exit(3);
+  auto l = c.value()->listen(0, "127.0.0.1");
+  if (!l) ::_exit(4);
+  uint16_t port = l.value()->port();
+  if (::write(port_fd, &port, sizeof(port)) != sizeof(port)) ::_exit(5);
+  auto ch = l.value()->accept(30s);
+  if (!ch) ::_exit(6);
+  for (;;) {
+    c.value()->progress();
+    std::this_thread::sleep_for(50us);
+  }
+}
+
+TEST(VerbsCm, KilledPeerFailsPendingOpsWithin5s) {
+  REQUIRE_DEVICE();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    holdingPeer(fds[1]);
+  }
+  ::close(fds[1]);
+  uint16_t port = 0;
+  ASSERT_EQ(::read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(fds[0]);
+  auto ctx = Context::create(cmOptions());
+  ASSERT_TRUE(ctx) << ctx.status().toString();
+  auto ch = ctx.value()->connect("127.0.0.1", port);
+  ASSERT_TRUE(ch) << ch.status().toString();
+  std::vector<char> big(8 << 20, 1), in(1000);
+  auto s1 = ch.value()->send({1, 0, ""}, big.data(), big.size());  // never expected there
+  auto e = ch.value()->expect({3, 0, ""}, in.data(), in.size());   // never sent
+  ASSERT_TRUE(s1 && e);
+  for (int i = 0; i < 2000; ++i) ctx.value()->progress();
+  ASSERT_FALSE(s1.value()->done());
+  ASSERT_FALSE(e.value()->done());
+  ::kill(pid, SIGKILL);
+  auto killed = Clock::now();
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  while (Clock::now() - killed < 10s && !(s1.value()->done() && e.value()->done())) {
+    ctx.value()->progress();
+  }
+  auto took = Clock::now() - killed;
+  for (auto& o : {s1.value(), e.value()}) {
+    ASSERT_TRUE(o->done());
+    EXPECT_EQ(o->status().code(), StatusCode::kPeerLost) << o->status().toString();
+  }
+  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms";
+}
+
+}  // namespace
+}  // namespace tictac::transport::test
