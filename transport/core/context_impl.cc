@@ -128,7 +128,10 @@ unsigned ContextImpl::progress() {
   n += flushControl();
   n += pump();
   if (ready_.empty()) return n;
-  std::vector<Ready> ready;
+  // A per-thread buffer swapped with ready_ keeps both capacities (no
+  // allocation per pass). Safe: a nested progress() from a callback on this
+  // thread returns at t_in_callbacks above, before touching it.
+  static thread_local std::vector<Ready> ready;
   ready.swap(ready_);
   lock.unlock();
   ++t_in_callbacks;
@@ -137,7 +140,9 @@ unsigned ContextImpl::progress() {
     r.handle->finish(r.status);
   }
   --t_in_callbacks;
-  return n + static_cast<unsigned>(ready.size());
+  auto count = static_cast<unsigned>(ready.size());
+  ready.clear();
+  return n + count;
 }
 
 Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::string& name) {

@@ -50,10 +50,12 @@ struct PeerKey {  // (peer, tensor id, iteration)
   uint64_t tensor;
   bool operator==(const PeerKey&) const = default;
 };
-struct PeerKeyHash {
+struct PeerKeyHash {  // every input bit reaches every output bit (splitmix64 finalizer)
   size_t operator()(const PeerKey& k) const {
-    return std::hash<uint64_t>()(k.tensor * 0x9E3779B97F4A7C15ull ^ k.iteration ^
-                                 (uint64_t{k.peer} << 40));
+    uint64_t x = k.tensor ^ ((uint64_t{k.iteration} << 32 | k.peer) * 0x9E3779B97F4A7C15ull);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<size_t>(x ^ (x >> 31));
   }
 };
 
@@ -206,6 +208,7 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
 
   std::mutex sub_mu_;
   std::vector<Submission> subs_;
+  std::vector<Submission> subs_run_;  // core_mu_: the batch drainSubmissions() runs
   std::vector<std::pair<uint32_t, Status>> lost_;
   std::atomic<bool> sub_pending_{false};
   std::atomic<size_t> queued_sends_{0};

@@ -11,13 +11,17 @@ void ContextImpl::startExpect(Submission& s) {
   if (pit == peers_.end() || !pit->second.alive) {
     return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
   }
-  if (expect_index_.count(key)) {
+  auto [slot, fresh] = expect_index_.try_emplace(key, s.id);
+  if (!fresh) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "expect: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already expected"));
   }
   auto reg = cache_->lookup(s.buf, s.len);
-  if (!reg) return fail(reg.status());
+  if (!reg) {
+    expect_index_.erase(slot);
+    return fail(reg.status());
+  }
   RecvOp r;
   r.handle = s.handle;
   r.cb = std::move(s.cb);
@@ -26,7 +30,7 @@ void ContextImpl::startExpect(Submission& s) {
   r.len = s.len;
   r.region = reg.value();
   auto [it, ok] = recvs_.emplace(s.id, std::move(r));
-  expect_index_[key] = s.id;
+  if (stash_.empty()) return;
   auto st = stash_.find(key);
   if (st == stash_.end()) return;
   std::deque<Stashed> q = std::move(st->second);

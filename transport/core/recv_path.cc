@@ -90,11 +90,10 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
 }
 
 unsigned ContextImpl::startLandings() {
-  if (to_land_.empty()) return 0;  // (a deque allocates even when empty: keep this path cheap)
   unsigned n = 0;
-  std::deque<Landing> todo;
-  todo.swap(to_land_);
-  for (auto& l : todo) {
+  // Nothing below adds to to_land_ (receive() reports only from progress()).
+  for (; !to_land_.empty(); to_land_.pop_front()) {
+    Landing& l = to_land_.front();
     auto it = recvs_.find(l.recv_op);
     if (it == recvs_.end() || it->second.failed) {
       backend_->release(l.desc);

@@ -7,6 +7,10 @@ namespace tictac::transport {
 
 unsigned ContextImpl::pump() {
   unsigned n = 0;
+  if (!sched_->mayAdmit()) {  // idle or window-bound: no clock read per progress pass
+    pace_retry_.store(INT64_MAX, std::memory_order_relaxed);
+    return 0;
+  }
   auto now = SendScheduler::Clock::now();
   auto retry = SendScheduler::Clock::time_point::max();
   while (auto c = sched_->next(now, &retry)) {

@@ -135,6 +135,13 @@ class SendScheduler {
   void failPeer(uint64_t peer, std::vector<uint64_t>* dropped_ops);
 
   size_t inFlightBytes() const { return in_flight_; }
+  // False when next() would certainly return nullopt without looking at the
+  // clock: nothing queued, or the window holds at least window_bytes (only an
+  // ack() or enqueue() can change that; a 0-byte chunk then waits for the ack
+  // too). Lets an idle or window-bound caller skip the clock read.
+  bool mayAdmit() const {
+    return lanes_.size() > 0 && (in_flight_ == 0 || in_flight_ < options_.window_bytes);
+  }
   size_t queuedOps() const { return lanes_.size(); }    // ops with unsent bytes
   size_t knownOps() const { return op_index_.size(); }  // queued or awaiting acks
   const SchedulerOptions& options() const { return options_; }

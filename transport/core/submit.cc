@@ -59,19 +59,20 @@ Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* 
 }
 
 void ContextImpl::drainSubmissions() {
-  std::vector<Submission> subs;
+  // core_mu_ held: subs_run_ is ours. Swapping keeps both vectors' capacity.
   {
     std::lock_guard<std::mutex> lock(sub_mu_);
-    subs.swap(subs_);
+    subs_run_.swap(subs_);
     sub_pending_.store(!lost_.empty(), std::memory_order_relaxed);
   }
-  for (auto& s : subs) {
+  for (auto& s : subs_run_) {
     if (s.is_send) {
       startSend(s);
     } else {
       startExpect(s);
     }
   }
+  subs_run_.clear();
   handleLostPeers();
 }
 

@@ -94,6 +94,7 @@ Status UcxBackend::init(const BackendOptions& options) {
 }
 
 UcxBackend::~UcxBackend() {
+  for (Retained* r : free_retained_) delete r;
   removeUnmapHook(hook_, hook_arg_);
   if (worker_ != nullptr) {
     for (auto& [id, pe] : eps_) {
@@ -201,7 +202,7 @@ ucs_status_t UcxBackend::onAm(void* arg, const void* header, size_t header_lengt
   // sender never takes a payload nobody landed for a delivery.
   // (The core keeps every payload of a live peer: a drop means the peer is gone.)
   if (in.retain_into == nullptr) return rndv ? UCS_ERR_REJECTED : UCS_OK;
-  auto* r = new Retained();
+  Retained* r = self->newRetained();
   *in.retain_into = r;
   if (rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
     r->kind = rndv ? Retained::kRndv : Retained::kData;

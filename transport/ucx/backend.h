@@ -96,7 +96,11 @@ class UcxBackend final : public Backend {
   static void onRecv(void* request, ucs_status_t status, size_t length, void* user_data);
   static void onEpError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
+  Retained* newRetained();             // from free_retained_ when possible
+  void freeRetained(Retained* r);       // back to free_retained_ (bounded)
+
   BackendEvents* events_;
+  std::vector<Retained*> free_retained_;  // recycled descs: no malloc per rendezvous
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;

@@ -58,7 +58,7 @@ Status UcxBackend::receive(void* desc, void* dst, size_t len, const MemoryRegion
       rp.memh = memhOf(region);
     }
     void* req = ucp_am_recv_data_nbx(worker_, r->ucx, dst, len, &rp);
-    delete r;  // ucp owns the descriptor now
+    freeRetained(r);  // ucp owns the descriptor now
     if (req == nullptr) {
       recvs_done_.emplace_back(token, Status::ok());
     } else if (UCS_PTR_IS_ERR(req)) {
@@ -92,7 +92,25 @@ void UcxBackend::release(void* desc) {
   auto* r = static_cast<Retained*>(desc);
   if (r == nullptr) return;
   if (r->kind != Retained::kCopy) ucp_am_data_release(worker_, r->ucx);
-  delete r;
+  freeRetained(r);
+}
+
+UcxBackend::Retained* UcxBackend::newRetained() {
+  if (free_retained_.empty()) return new Retained();
+  Retained* r = free_retained_.back();
+  free_retained_.pop_back();
+  return r;
+}
+
+void UcxBackend::freeRetained(Retained* r) {
+  constexpr size_t kKeep = 1024;
+  if (free_retained_.size() >= kKeep || r->copy.capacity() > kInlineMax) {
+    delete r;
+    return;
+  }
+  r->ucx = nullptr;
+  r->copy.clear();
+  free_retained_.push_back(r);
 }
 
 unsigned UcxBackend::progress() {
