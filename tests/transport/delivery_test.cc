@@ -12,6 +12,7 @@
 
 #include "tests/transport/backend_helper.h"
 #include "transport/backend.h"
+#include "transport/core/send_scheduler.h"
 #include "transport/ucx/backend.h"
 
 namespace tictac::transport::test {
@@ -74,6 +75,35 @@ TEST(UcxDelivery, AmFallbackConfigurationsDoNotConfirm) {
   EXPECT_FALSE(ucxAnswer({{"TLS", "tcp"}, {"NET_DEVICES", "lo"}, {"TCP_PUT_ENABLE", "n"}}).big);
   EXPECT_FALSE(ucxAnswer({{"TLS", "posix,sysv"}}).big);
   EXPECT_FALSE(ucxAnswer({{"TLS", "shm"}, {"RNDV_SCHEME", "am"}}).big);
+}
+
+// ---- the scheduler's clock-free admission check ------------------------------
+
+TEST(SendSchedulerAdmit, MayAdmitIsFalseOnlyWhenNextMustReturnNothing) {
+  SchedulerOptions o;
+  o.chunk_bytes = 100;
+  o.window_bytes = 250;
+  SendScheduler s(o);
+  EXPECT_FALSE(s.mayAdmit());  // nothing queued
+  ASSERT_TRUE(s.enqueue({1, 5, 1000, 0}).isOk());
+  EXPECT_TRUE(s.mayAdmit());
+  ASSERT_TRUE(s.next());  // 100 in flight
+  ASSERT_TRUE(s.next());  // 200
+  EXPECT_TRUE(s.mayAdmit());  // 200 < 250, though next() refuses a 100-byte chunk
+  EXPECT_FALSE(s.next());
+  s.ack(1, 100);
+  ASSERT_TRUE(s.next());  // 200
+  ASSERT_TRUE(s.enqueue({2, 1, 50, 0}).isOk());
+  ASSERT_TRUE(s.next());  // op 2 overtakes and fills the window: 250
+  EXPECT_FALSE(s.mayAdmit());
+  EXPECT_FALSE(s.next());  // agrees
+  s.ack(1, 200);
+  s.ack(2, 50);
+  EXPECT_TRUE(s.mayAdmit());  // nothing in flight: always admits
+  while (s.next()) {
+    s.ack(1, 100);
+  }
+  EXPECT_FALSE(s.mayAdmit());  // all handed out
 }
 
 // ---- the channel's flagged-chunk paths ---------------------------------------
