@@ -1,5 +1,6 @@
 #include "tests/transport/backend_helper.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -100,6 +101,19 @@ bool driveUntil(Pair& p, const std::function<bool()>& pred, std::chrono::millise
   return true;
 }
 
+bool driveUntilDone(Pair& p, std::initializer_list<OpHandle> ops,
+                    std::chrono::milliseconds timeout) {
+  return driveUntil(
+      p,
+      [&] {
+        for (const OpHandle& op : ops) {
+          if (!op->done()) return false;
+        }
+        return true;
+      },
+      timeout);
+}
+
 void spin(Pair& p, int n) {
   for (int i = 0; i < n; ++i) {
     p.a->progress();
@@ -132,6 +146,58 @@ void fillPattern(void* data, size_t len, uint64_t seed) {
     __builtin_memcpy(p + i, &x, 8);
   }
   for (; i < len; ++i) p[i] = static_cast<unsigned char>(x >> (8 * (i % 8)));
+}
+
+Transfer post(Pair& p, const TensorKey& key, const void* src, void* dst, size_t len,
+              std::optional<Priority> priority) {
+  Transfer t;
+  t.expect = p.ba->expect(key, dst, len);
+  t.send = p.ab->send(key, src, len, priority);
+  return t;
+}
+
+Status sendAndWait(Pair& p, const TensorKey& key, const void* src, void* dst, size_t len) {
+  Transfer t = post(p, key, src, dst, len);
+  if (!t.expect) return t.expect.status();
+  if (!t.send) return t.send.status();
+  if (!driveUntilDone(p, {t.send.value(), t.expect.value()})) {
+    return {StatusCode::kTimeout, "round trip"};
+  }
+  if (!t.expect.value()->status()) return t.expect.value()->status();
+  return t.send.value()->status();
+}
+
+void expectDelivered(Pair& p, const Transfer& t, const void* src, const void* dst, size_t len) {
+  ASSERT_TRUE(t.expect) << t.expect.status().toString();
+  ASSERT_TRUE(t.send) << t.send.status().toString();
+  const OpHandle& s = t.send.value();
+  const OpHandle& e = t.expect.value();
+  ASSERT_TRUE(driveUntilDone(p, {s, e})) << "size " << len;
+  EXPECT_TRUE(s->status().isOk()) << s->status().toString();
+  EXPECT_TRUE(e->status().isOk()) << e->status().toString();
+  EXPECT_EQ(checksum(src, len), checksum(dst, len)) << "size " << len;
+}
+
+void raceUrgentPastBulk(Pair& p, const RaceLeg& bulk, const RaceLeg& urgent, int head_start,
+                        std::vector<std::string>& order) {
+  std::vector<char> big(bulk.len, 1), bigdst(bulk.len), hi(urgent.len, 2), hidst(urgent.len);
+  auto eb = p.ba->expect(bulk.key, bigdst.data(), bulk.len,
+                         [&](const Status&) { order.push_back("bulk"); });
+  auto eu = p.ba->expect(urgent.key, hidst.data(), urgent.len,
+                         [&](const Status&) { order.push_back("urgent"); });
+  auto sb = p.ab->send(bulk.key, big.data(), bulk.len, bulk.priority);
+  spin(p, head_start);
+  auto su = p.ab->send(urgent.key, hi.data(), urgent.len, urgent.priority);
+  ASSERT_TRUE(eb && eu && sb && su);
+  ASSERT_TRUE(driveUntil(p, [&] { return order.size() == 2; }));
+  // The sends finish with their acks; they must not outlive the buffers.
+  ASSERT_TRUE(driveUntilDone(p, {sb.value(), su.value()}));
+}
+
+std::string backendParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return n;
 }
 
 }  // namespace tictac::transport::test

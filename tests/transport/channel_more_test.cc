@@ -15,31 +15,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class ChannelMoreTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << GetParam() << " not available";
-  }
-};
-
-Status sendAndWait(Pair& p, uint64_t id, const void* src, void* dst, size_t len) {
-  auto e = p.ba->expect({id, 0, ""}, dst, len);
-  auto s = p.ab->send({id, 0, ""}, src, len);
-  if (!e) return e.status();
-  if (!s) return s.status();
-  if (!driveUntil(p, [&] { return s.value()->done() && e.value()->done(); })) {
-    return {StatusCode::kTimeout, "round trip"};
-  }
-  if (!e.value()->status()) return e.value()->status();
-  return s.value()->status();
-}
+class ChannelMoreTest : public BackendTest {};
 
 TEST_P(ChannelMoreTest, RegistrationCacheHitsOnReuse) {
   Pair p = makePair(GetParam(), false);
   std::vector<char> src(1 << 20, 5), dst(1 << 20);
-  ASSERT_TRUE(sendAndWait(p, 1, src.data(), dst.data(), src.size()).isOk());
+  ASSERT_TRUE(sendAndWait(p, {1, 0, ""}, src.data(), dst.data(), src.size()).isOk());
   auto first = p.a->registrationStats();
-  ASSERT_TRUE(sendAndWait(p, 2, src.data(), dst.data(), src.size()).isOk());
+  ASSERT_TRUE(sendAndWait(p, {2, 0, ""}, src.data(), dst.data(), src.size()).isOk());
   auto second = p.a->registrationStats();
   EXPECT_EQ(second.misses, first.misses);
   EXPECT_EQ(second.hits, first.hits + 1);
@@ -55,16 +38,16 @@ TEST_P(ChannelMoreTest, RemappedBufferSendsNewBytes) {
   ASSERT_NE(buf, MAP_FAILED);
   std::vector<char> dst(len);
   std::memset(buf, 'A', len);
-  ASSERT_TRUE(sendAndWait(p, 1, buf, dst.data(), len).isOk());
+  ASSERT_TRUE(sendAndWait(p, {1, 0, ""}, buf, dst.data(), len).isOk());
   EXPECT_EQ(dst[len / 2], 'A');
   auto before = p.a->registrationStats();
   // Fresh pages at the same address: the cached registration is stale.
   ASSERT_EQ(::munmap(buf, len), 0);
-  void* again = ::mmap(buf, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-                       -1, 0);
+  void* again =
+      ::mmap(buf, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   ASSERT_EQ(again, buf);
   std::memset(buf, 'B', len);
-  ASSERT_TRUE(sendAndWait(p, 2, buf, dst.data(), len).isOk());
+  ASSERT_TRUE(sendAndWait(p, {2, 0, ""}, buf, dst.data(), len).isOk());
   EXPECT_EQ(dst[0], 'B');
   EXPECT_EQ(dst[len - 1], 'B');
   EXPECT_EQ(checksum(buf, len), checksum(dst.data(), len));
@@ -110,18 +93,19 @@ TEST_P(ChannelMoreTest, SeveralThreadsSendWithProgressThread) {
 TEST_P(ChannelMoreTest, WaitDrivesProgressWithoutThread) {
   Pair p = makePair(GetParam(), false);
   std::vector<char> src(3 << 20, 9), dst(3 << 20);
-  auto e = p.ba->expect({4, 0, ""}, dst.data(), dst.size());
-  auto s = p.ab->send({4, 0, ""}, src.data(), src.size());
-  ASSERT_TRUE(e && s);
+  Transfer t = post(p, {4, 0, ""}, src.data(), dst.data(), src.size());
+  ASSERT_TRUE(t);
+  const OpHandle& e = t.expect.value();
+  const OpHandle& s = t.send.value();
   // Each wait pumps only its own context: alternate short waits.
   auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!(e.value()->done() && s.value()->done()) && std::chrono::steady_clock::now() < deadline) {
-    (void)s.value()->wait(1ms);
-    (void)e.value()->wait(1ms);
+  while (!(e->done() && s->done()) && std::chrono::steady_clock::now() < deadline) {
+    (void)s->wait(1ms);
+    (void)e->wait(1ms);
   }
-  EXPECT_TRUE(e.value()->status().isOk());
-  EXPECT_TRUE(s.value()->status().isOk());
-  EXPECT_EQ(s.value()->wait(0ms).code(), StatusCode::kOk);
+  EXPECT_TRUE(e->status().isOk());
+  EXPECT_TRUE(s->status().isOk());
+  EXPECT_EQ(s->wait(0ms).code(), StatusCode::kOk);
 }
 
 TEST_P(ChannelMoreTest, HintProviderOrdersUnprioritisedSends) {
@@ -132,15 +116,9 @@ TEST_P(ChannelMoreTest, HintProviderOrdersUnprioritisedSends) {
     o.chunk_bytes = 64 << 10;
     o.window_bytes = 64 << 10;
   });
-  std::vector<char> big(8 << 20), bigdst(8 << 20), hi(1000), hidst(1000);
-  std::vector<std::string> order;
-  auto eb = p.ba->expect({1, 0, "bulk"}, bigdst.data(), big.size(), [&](const Status&) { order.push_back("bulk"); });
-  auto eu = p.ba->expect({2, 0, "urgent"}, hidst.data(), hi.size(), [&](const Status&) { order.push_back("urgent"); });
-  auto sb = p.ab->send({1, 0, "bulk"}, big.data(), big.size());
-  spin(p, 10);
-  auto su = p.ab->send({2, 0, "urgent"}, hi.data(), hi.size());
-  ASSERT_TRUE(eb && eu && sb && su);
-  ASSERT_TRUE(driveUntil(p, [&] { return order.size() == 2; }));
+  std::vector<std::string> order;  // no priority given: the hints decide
+  ASSERT_NO_FATAL_FAILURE(raceUrgentPastBulk(p, {{1, 0, "bulk"}, size_t{8} << 20, std::nullopt},
+                                             {{2, 0, "urgent"}, 1000, std::nullopt}, 10, order));
   EXPECT_EQ(order[0], "urgent");
   auto stats = p.a->priorityStats();
   ASSERT_EQ(stats.size(), 2u);
@@ -148,12 +126,7 @@ TEST_P(ChannelMoreTest, HintProviderOrdersUnprioritisedSends) {
   EXPECT_EQ(stats[1].priority, 900u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChannelMoreTest, ::testing::ValuesIn(selectedBackends()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return n;
-                         });
+TICTAC_INSTANTIATE_BACKENDS(ChannelMoreTest);
 
 }  // namespace
 }  // namespace tictac::transport::test

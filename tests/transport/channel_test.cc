@@ -12,34 +12,21 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class ChannelTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << GetParam() << " not available";
-  }
-};
+class ChannelTest : public BackendTest {};
 
 // Sends one tensor a->b and checks the bytes on arrival.
 void roundTrip(Pair& p, size_t size, uint64_t id) {
   std::vector<char> src(size), dst(size, 0);
   fillPattern(src.data(), size, id);
-  auto e = p.ba->expect({id, 1, ""}, dst.data(), size);
-  ASSERT_TRUE(e) << e.status().toString();
-  auto s = p.ab->send({id, 1, ""}, src.data(), size);
-  ASSERT_TRUE(s) << s.status().toString();
-  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }))
-      << "size " << size;
-  EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
-  EXPECT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
-  EXPECT_EQ(checksum(src.data(), size), checksum(dst.data(), size)) << "size " << size;
+  expectDelivered(p, post(p, {id, 1, ""}, src.data(), dst.data(), size), src.data(), dst.data(),
+                  size);
 }
 
 TEST_P(ChannelTest, IntactDataAcrossSizes) {
   Pair p = makePair(GetParam(), false);
   uint64_t id = 1;
-  for (size_t size : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65536},
-                      size_t{65537}, size_t{1} << 20, (size_t{1} << 20) + 3, size_t{8} << 20,
-                      size_t{64} << 20}) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65536}, size_t{65537},
+                      size_t{1} << 20, (size_t{1} << 20) + 3, size_t{8} << 20, size_t{64} << 20}) {
     roundTrip(p, size, id++);
   }
 }
@@ -49,18 +36,12 @@ TEST_P(ChannelTest, SendBeforeExpectLandsWhenExpectArrives) {
   for (size_t size : {size_t{0}, size_t{100}, size_t{3} << 20}) {
     std::vector<char> src(size), dst(size, 0);
     fillPattern(src.data(), size, size + 5);
-    auto s = p.ab->send({77, static_cast<uint32_t>(size), ""}, src.data(), size);
-    ASSERT_TRUE(s);
-    for (int i = 0; i < 2000; ++i) {  // let the chunks reach b unexpected
-      p.a->progress();
-      p.b->progress();
-    }
-    auto e = p.ba->expect({77, static_cast<uint32_t>(size), ""}, dst.data(), size);
-    ASSERT_TRUE(e);
-    ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }));
-    EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
-    EXPECT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
-    EXPECT_EQ(checksum(src.data(), size), checksum(dst.data(), size));
+    Transfer t;
+    t.send = p.ab->send({77, static_cast<uint32_t>(size), ""}, src.data(), size);
+    ASSERT_TRUE(t.send);
+    spin(p, 2000);  // let the chunks reach b unexpected
+    t.expect = p.ba->expect({77, static_cast<uint32_t>(size), ""}, dst.data(), size);
+    ASSERT_NO_FATAL_FAILURE(expectDelivered(p, t, src.data(), dst.data(), size));
   }
 }
 
@@ -86,8 +67,7 @@ TEST_P(ChannelTest, CompletionsFireExactlyOnceAndNeverInline) {
     });
     posting = false;
     ASSERT_TRUE(e && s);
-    p.a->progress();
-    p.b->progress();
+    spin(p, 1);
   }
   ASSERT_TRUE(driveUntil(p, [&] {
     for (auto& f : fired) {
@@ -106,18 +86,9 @@ TEST_P(ChannelTest, UrgentOvertakesBulk) {
     o.window_bytes = 128 << 10;
   });
   const size_t bulk = 16 << 20, small = 4096;
-  std::vector<char> big(bulk, 1), bigdst(bulk), hi(small, 2), hidst(small);
   std::vector<std::string> order;
-  auto eb = p.ba->expect({1, 0, ""}, bigdst.data(), bulk, [&](const Status&) { order.push_back("bulk"); });
-  auto eu = p.ba->expect({2, 0, ""}, hidst.data(), small, [&](const Status&) { order.push_back("urgent"); });
-  auto sb = p.ab->send({1, 0, ""}, big.data(), bulk, 1000);
-  for (int i = 0; i < 20; ++i) {  // bulk is on the wire
-    p.a->progress();
-    p.b->progress();
-  }
-  auto su = p.ab->send({2, 0, ""}, hi.data(), small, 1);
-  ASSERT_TRUE(eb && eu && sb && su);
-  ASSERT_TRUE(driveUntil(p, [&] { return order.size() == 2; }));
+  ASSERT_NO_FATAL_FAILURE(
+      raceUrgentPastBulk(p, {{1, 0, ""}, bulk, 1000}, {{2, 0, ""}, small, 1}, 20, order));
   EXPECT_EQ(order[0], "urgent");
   EXPECT_EQ(order[1], "bulk");
   auto stats = p.a->priorityStats();
@@ -130,10 +101,10 @@ TEST_P(ChannelTest, UrgentOvertakesBulk) {
 TEST_P(ChannelTest, SizeMismatchRejectedOnBothSides) {
   Pair p = makePair(GetParam(), false);
   std::vector<char> src(300000, 1), dst(1000);
-  auto e = p.ba->expect({9, 0, ""}, dst.data(), dst.size());
+  auto e = p.ba->expect({9, 0, ""}, dst.data(), dst.size());  // smaller than sent
   auto s = p.ab->send({9, 0, ""}, src.data(), src.size());
   ASSERT_TRUE(e && s);
-  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {s.value(), e.value()}));
   EXPECT_EQ(e.value()->status().code(), StatusCode::kSizeMismatch);
   EXPECT_EQ(s.value()->status().code(), StatusCode::kSizeMismatch);
   roundTrip(p, 5000, 10);  // the channel still works
@@ -145,14 +116,14 @@ TEST_P(ChannelTest, CancelExpectAndQueuedSend) {
   auto e = p.ba->expect({5, 0, ""}, dst.data(), dst.size());
   ASSERT_TRUE(e);
   EXPECT_TRUE(p.ba->cancel(e.value()));
-  ASSERT_TRUE(driveUntil(p, [&] { return e.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {e.value()}));
   EXPECT_EQ(e.value()->status().code(), StatusCode::kCanceled);
   EXPECT_FALSE(p.ba->cancel(e.value()));  // finished: too late
   std::vector<char> src(1 << 20, 4);
   auto s = p.ab->send({6, 0, ""}, src.data(), src.size());
   ASSERT_TRUE(s);
   EXPECT_TRUE(p.ab->cancel(s.value()));
-  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {s.value()}));
   EXPECT_EQ(s.value()->status().code(), StatusCode::kCanceled);
   roundTrip(p, 1000, 11);
 }
@@ -180,7 +151,7 @@ TEST_P(ChannelTest, DuplicatePendingExpectFails) {
   auto e1 = p.ba->expect({3, 3, ""}, a.data(), 10);
   auto e2 = p.ba->expect({3, 3, ""}, b.data(), 10);
   ASSERT_TRUE(e1 && e2);
-  ASSERT_TRUE(driveUntil(p, [&] { return e2.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {e2.value()}));
   EXPECT_EQ(e2.value()->status().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(e1.value()->done());
   EXPECT_TRUE(p.ba->cancel(e1.value()));
@@ -192,11 +163,11 @@ TEST_P(ChannelTest, DuplicatePendingSendFails) {
   auto s1 = p.ab->send({8, 1, ""}, a.data(), a.size());
   auto s2 = p.ab->send({8, 1, ""}, a.data(), a.size());
   ASSERT_TRUE(s1 && s2);
-  ASSERT_TRUE(driveUntil(p, [&] { return s2.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {s2.value()}));
   EXPECT_EQ(s2.value()->status().code(), StatusCode::kInvalidArgument);
   auto e = p.ba->expect({8, 1, ""}, dst.data(), dst.size());
   ASSERT_TRUE(e);
-  ASSERT_TRUE(driveUntil(p, [&] { return s1.value()->done() && e.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {s1.value(), e.value()}));
   EXPECT_TRUE(s1.value()->status().isOk());
   EXPECT_EQ(dst, a);
 }
@@ -222,20 +193,15 @@ TEST_P(ChannelTest, ClosedChannelFailsPeerOps) {
   ASSERT_TRUE(e);
   spin(p, 100);
   p.ab->close();
-  ASSERT_TRUE(driveUntil(p, [&] { return e.value()->done(); }, 5s));
+  ASSERT_TRUE(driveUntilDone(p, {e.value()}, 5s));
   EXPECT_EQ(e.value()->status().code(), StatusCode::kPeerLost);
   auto s = p.ab->send({1, 0, ""}, dst.data(), 10);
   ASSERT_TRUE(s);
-  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done(); }));
+  ASSERT_TRUE(driveUntilDone(p, {s.value()}));
   EXPECT_EQ(s.value()->status().code(), StatusCode::kPeerLost);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChannelTest, ::testing::ValuesIn(selectedBackends()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return n;
-                         });
+TICTAC_INSTANTIATE_BACKENDS(ChannelTest);
 
 }  // namespace
 }  // namespace tictac::transport::test

@@ -63,15 +63,25 @@ void startPeer(Peer& peer, const std::vector<std::string>& args) {
   peer.port = static_cast<uint16_t>(port);
 }
 
-class ProcessTest : public ::testing::TestWithParam<std::string> {
+// ctx_: a context of the backend under test in this process.
+class ProcessTest : public BackendTest {
  protected:
   void SetUp() override {
-    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << GetParam() << " not available";
+    BackendTest::SetUp();
+    if (IsSkipped()) return;
     auto c = Context::create(backendHelper(GetParam()).options());
     ASSERT_TRUE(c) << c.status().toString();
     ctx_ = c.value();
   }
+  // Starts the helper with args and connects ctx_ to it as ch_.
+  void startAndConnect(Peer& peer, const std::vector<std::string>& args) {
+    ASSERT_NO_FATAL_FAILURE(startPeer(peer, args));
+    auto ch = ctx_->connect("127.0.0.1", peer.port);
+    ASSERT_TRUE(ch) << ch.status().toString();
+    ch_ = ch.value();
+  }
   std::shared_ptr<Context> ctx_;
+  std::shared_ptr<Channel> ch_;
 };
 
 TEST_P(ProcessTest, IntactDataAcrossProcesses) {
@@ -79,15 +89,13 @@ TEST_P(ProcessTest, IntactDataAcrossProcesses) {
   std::vector<std::string> args{GetParam(), "echo"};
   for (size_t s : sizes) args.push_back(std::to_string(s));
   Peer peer;
-  ASSERT_NO_FATAL_FAILURE(startPeer(peer, args));
-  auto ch = ctx_->connect("127.0.0.1", peer.port);
-  ASSERT_TRUE(ch) << ch.status().toString();
+  ASSERT_NO_FATAL_FAILURE(startAndConnect(peer, args));
   for (size_t i = 0; i < sizes.size(); ++i) {
     std::vector<char> buf(sizes[i]);
     fillPattern(buf.data(), buf.size(), i + 11);
     uint64_t sum = 0;
-    auto e = ch.value()->expect({1000 + i, 0, ""}, &sum, sizeof(sum));
-    auto s = ch.value()->send({i, 0, ""}, buf.data(), buf.size(), Priority(i));
+    auto e = ch_->expect({1000 + i, 0, ""}, &sum, sizeof(sum));
+    auto s = ch_->send({i, 0, ""}, buf.data(), buf.size(), Priority(i));
     ASSERT_TRUE(e && s);
     ASSERT_TRUE(s.value()->wait(60s).isOk()) << s.value()->status().toString();
     ASSERT_TRUE(e.value()->wait(60s).isOk()) << e.value()->status().toString();
@@ -98,12 +106,10 @@ TEST_P(ProcessTest, IntactDataAcrossProcesses) {
 
 TEST_P(ProcessTest, KilledPeerFailsPendingOpsWithin5s) {
   Peer peer;
-  ASSERT_NO_FATAL_FAILURE(startPeer(peer, {GetParam(), "hold"}));
-  auto ch = ctx_->connect("127.0.0.1", peer.port);
-  ASSERT_TRUE(ch) << ch.status().toString();
+  ASSERT_NO_FATAL_FAILURE(startAndConnect(peer, {GetParam(), "hold"}));
   std::vector<char> big(32 << 20, 1), dst(4096);
-  auto e = ch.value()->expect({1, 0, ""}, dst.data(), dst.size());
-  auto s = ch.value()->send({2, 0, ""}, big.data(), big.size());
+  auto e = ch_->expect({1, 0, ""}, dst.data(), dst.size());
+  auto s = ch_->send({2, 0, ""}, big.data(), big.size());
   ASSERT_TRUE(e && s);
   (void)s.value()->wait(200ms);  // some chunks in flight
   EXPECT_FALSE(e.value()->done());
@@ -116,16 +122,14 @@ TEST_P(ProcessTest, KilledPeerFailsPendingOpsWithin5s) {
   EXPECT_TRUE(ss.code() == StatusCode::kPeerLost || ss.code() == StatusCode::kIoError)
       << ss.toString();
   EXPECT_LT(took, 5s);
-  EXPECT_FALSE(ch.value()->alive());
+  EXPECT_FALSE(ch_->alive());
 }
 
 TEST_P(ProcessTest, StoppedPeerMissesHeartbeatsWithin5s) {
   Peer peer;
-  ASSERT_NO_FATAL_FAILURE(startPeer(peer, {GetParam(), "hold"}));
-  auto ch = ctx_->connect("127.0.0.1", peer.port);
-  ASSERT_TRUE(ch) << ch.status().toString();
+  ASSERT_NO_FATAL_FAILURE(startAndConnect(peer, {GetParam(), "hold"}));
   std::vector<char> dst(64);
-  auto e = ch.value()->expect({1, 0, ""}, dst.data(), dst.size());
+  auto e = ch_->expect({1, 0, ""}, dst.data(), dst.size());
   ASSERT_TRUE(e);
   auto t0 = Clock::now();
   ::kill(peer.pid, SIGSTOP);  // the link stays open, heartbeats stop
@@ -149,12 +153,7 @@ TEST_P(ProcessTest, WrongJobTokenIsRefused) {
   EXPECT_NE(ch.status().message().find("job token"), std::string::npos) << ch.status().toString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ProcessTest, ::testing::ValuesIn(selectedBackends()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return n;
-                         });
+TICTAC_INSTANTIATE_BACKENDS(ProcessTest);
 
 }  // namespace
 }  // namespace tictac::transport::test
