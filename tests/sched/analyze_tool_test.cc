@@ -1,22 +1,15 @@
 // tictac-analyze end to end: runs the built binary on small graph files and
 // checks its output format and exit codes (0 ok, 1 I/O failure, 2 bad input).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/sched/tool_test_util.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using tictac::sched::testing::ScratchDir;
+using Result = tictac::sched::testing::ToolRun;
 
 class AnalyzeTool : public ::testing::Test {
  protected:
@@ -24,10 +17,6 @@ class AnalyzeTool : public ::testing::Test {
 #ifndef TICTAC_ANALYZE_BIN
     GTEST_SKIP() << "tictac-analyze is not built in this configuration";
 #endif
-    dir_ = fs::temp_directory_path() /
-           ("tictac-analyze-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     // a (M=2us at 0.008 Gbit/s) feeds 10us of compute; b (M=5) 1us; c (M=3) 3us.
     write("g.json", R"({"name": "g", "ops": [
       {"name": "a", "kind": "recv", "bytes": 2}, {"name": "b", "kind": "recv", "bytes": 5},
@@ -38,37 +27,24 @@ class AnalyzeTool : public ::testing::Test {
       {"name": "out", "kind": "compute", "time_us": 0, "inputs": ["ca", "cb", "cc"]}],
       "outputs": ["out"]})");
   }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
   std::string path(const std::string& name) const {
-    return (dir_ / name).string();
+    return dir_.path(name);
   }
   void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name)) << text;
+    dir_.write(name, text);
   }
   static std::string slurp(const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
+    return ScratchDir::slurp(p);
   }
   Result run(const std::string& args) const {
-    Result r;
 #ifdef TICTAC_ANALYZE_BIN
-    const std::string cmd = std::string(TICTAC_ANALYZE_BIN) + " " + args + " >" + path("stdout") +
-                            " 2>" + path("stderr");
-    const int status = std::system(cmd.c_str());
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(path("stdout"));
-    r.err = slurp(path("stderr"));
+    return dir_.run(TICTAC_ANALYZE_BIN, args);
 #else
     (void)args;
+    return {};
 #endif
-    return r;
   }
-  fs::path dir_;
+  ScratchDir dir_{"tictac-analyze-test"};
 };
 
 TEST_F(AnalyzeTool, TacTsvAndJson) {

@@ -12,8 +12,10 @@
 namespace tictac::sched::testing {
 
 // With this bandwidth, a recv of B bytes takes exactly B us (B*8/(0.008*1e3)).
-inline AnalyzerOptions bytesAreMicros() {
-  AnalyzerOptions o;
+// Options: AnalyzerOptions, or SimOptions for the simulator tests.
+template <typename Options = AnalyzerOptions>
+Options bytesAreMicros() {
+  Options o;
   o.bandwidth_gbps = 0.008;
   return o;
 }

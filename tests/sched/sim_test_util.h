@@ -17,9 +17,7 @@ namespace tictac::sched::testing {
 
 // Default options but for the bandwidth above.
 inline SimOptions simBytesAreMicros() {
-  SimOptions o;
-  o.bandwidth_gbps = 0.008;
-  return o;
+  return bytesAreMicros<SimOptions>();
 }
 
 // A priority per op of g: 0 for every op not named in l.
