@@ -10,7 +10,6 @@
 // Exit: 0 ok; 1 I/O failure (unreadable graph or trace, unwritable output);
 // 2 bad flags, unknown algorithm, bad graph/trace/plugin or options.
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -41,12 +40,6 @@ std::string render(const Schedule& s, bool json) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 int run(const Args& a) {
   auto reg = AnalyzerRegistry::withBuiltins();
   for (const auto& p : a.plugins) {
@@ -60,21 +53,13 @@ int run(const Args& a) {
   auto analyzer = reg.create(a.algo);
   if (!analyzer) {
     std::cerr << "tictac-analyze: unknown algorithm '" << a.algo
-              << "'; known: " << joined(reg.names()) << " (load others with --plugin LIB.so)\n";
+              << "'; known: " << tictac::tools::joinNames(reg.names())
+              << " (load others with --plugin LIB.so)\n";
     return 2;
   }
   return tictac::tools::runReporting("tictac-analyze", [&] {
     Graph g = tictac::tools::loadGraphReporting("tictac-analyze", a.graph, a.timing);
-    const std::string text = render(analyzer->analyze(g, a.opts), a.json);
-    if (a.out.empty()) {
-      std::cout << text << std::flush;
-      if (!std::cout) throw std::runtime_error("cannot write to stdout");
-    } else {
-      std::ofstream f(a.out, std::ios::binary | std::ios::trunc);
-      f << text;
-      f.close();
-      if (!f) throw std::runtime_error("cannot write " + a.out);
-    }
+    tictac::tools::writeResult(a.out, render(analyzer->analyze(g, a.opts), a.json));
     return 0;
   });
 }
@@ -115,11 +100,6 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", a.out, "write the result to FILE instead of stdout");
   app.add_flag("--json", a.json,
                "print JSON lines {\"name\": ..., \"priority\": ...} instead of TSV");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (auto rc = tictac::tools::parseCommandLine(app, argc, argv)) return *rc;
   return run(a);
 }

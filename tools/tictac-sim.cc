@@ -154,21 +154,13 @@ int run(Args& a) {
       order_name = std::filesystem::path(a.order).filename().string();
       r = simulate(g, parseOrderTsv(g, readFile(a.order)), a.sim);
     } else {
-      std::string known;
-      for (const auto& n : reg.names()) known += (known.empty() ? "" : ", ") + n;
-      std::cerr << "tictac-sim: --order " << a.order << ": neither a known algorithm (" << known
-                << ") nor a readable file\n";
+      std::cerr << "tictac-sim: --order " << a.order << ": neither a known algorithm ("
+                << tictac::tools::joinNames(reg.names()) << ") nor a readable file\n";
       return 2;
     }
-    if (!a.trace.empty()) {
-      std::ofstream f(a.trace, std::ios::binary | std::ios::trunc);
-      f << chromeTraceJson(g, r, a.sim);
-      f.close();
-      if (!f) throw std::runtime_error("cannot write " + a.trace);
-    }
+    if (!a.trace.empty()) tictac::tools::writeResult(a.trace, chromeTraceJson(g, r, a.sim));
     summary(a, g, order_name, r);
-    std::cout << render(a, order_name, r) << std::flush;
-    if (!std::cout) throw std::runtime_error("cannot write to stdout");
+    tictac::tools::writeResult("", render(a, order_name, r));
     return 0;
   });
 }
@@ -230,11 +222,6 @@ int main(int argc, char** argv) {
                  "write a Chrome trace-event JSON of the network and compute lanes (Perfetto)");
   app.add_option("--plugin", a.plugins, "shared library exporting analyzers; repeatable");
   app.add_flag("--json", a.json, "print one JSON object instead of key<TAB>value lines");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (auto rc = tictac::tools::parseCommandLine(app, argc, argv)) return *rc;
   return run(a);
 }
