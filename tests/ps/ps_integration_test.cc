@@ -71,44 +71,37 @@ void expectIntact(const json& r, bool training) {
   }
 }
 
-TEST(PsIntegration, InferenceTicOverlapsAndKeepsOrder) {
+// Runs tictac-ps on the chain graph with args, expects exit status 0 and an
+// intact report (with training, of the gradients too); returns the report.
+json runChain(const std::string& args, bool training) {
   std::string g = writeChainGraph();
   int status = 0;
-  json r = run(g + " --order tic --iterations 4 --mode inference", status);
+  json r = run(g + " " + args, status);
+  unlink(g.c_str());
   EXPECT_EQ(status, 0);
-  expectIntact(r, false);
+  expectIntact(r, training);
+  return r;
+}
+
+TEST(PsIntegration, InferenceTicOverlapsAndKeepsOrder) {
+  json r = runChain("--order tic --iterations 4 --mode inference", false);
   // With tic the first op's parameter comes first: compute starts before the
   // last parameter has arrived, in some worker-iteration.
   EXPECT_GT(r["checks"]["compute_before_last_param"].get<int>(), 0);
   EXPECT_GT(r["simulated_iteration_us"].get<double>(), 0);
-  unlink(g.c_str());
 }
 
 TEST(PsIntegration, TrainingSumsGradients) {
-  std::string g = writeChainGraph();
-  int status = 0;
-  json r = run(g + " --order tac --iterations 3 --mode training", status);
-  EXPECT_EQ(status, 0);
-  expectIntact(r, true);
+  json r = runChain("--order tac --iterations 3 --mode training", true);
   EXPECT_EQ(r["checks"]["grads_expected"], 6 * 3);
-  unlink(g.c_str());
 }
 
 TEST(PsIntegration, RandomOrderEveryWorkerItsOwn) {
-  std::string g = writeChainGraph();
-  int status = 0;
-  json r = run(g + " --order random --iterations 3", status);
-  EXPECT_EQ(status, 0);
-  expectIntact(r, false);
-  unlink(g.c_str());
+  runChain("--order random --iterations 3", false);  // the checks are all in the report
 }
 
 TEST(PsIntegration, AutotuneReportsItsChoiceAndUsesIt) {
-  std::string g = writeChainGraph();
-  int status = 0;
-  json r = run(g + " --order tac --iterations 2 --autotune", status);
-  EXPECT_EQ(status, 0);
-  expectIntact(r, false);
+  json r = runChain("--order tac --iterations 2 --autotune", false);
   ASSERT_TRUE(r.contains("autotune"));
   const json& t = r["autotune"];
   size_t chunk = t["chunk_bytes"], window = t["window_bytes"];
@@ -123,7 +116,6 @@ TEST(PsIntegration, AutotuneReportsItsChoiceAndUsesIt) {
   // The reported run used the chosen knobs.
   EXPECT_EQ(r["chunk_bytes"], chunk);
   EXPECT_EQ(r["window_bytes"], window);
-  unlink(g.c_str());
 }
 
 TEST(PsIntegration, BadInputExits2) {
