@@ -64,6 +64,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "rq_depth", 8, 16384, &tune_.rq_depth),
         parseU32(options, "traffic_class", 0, 255, &tc), parseU32(options, "sl", 0, 15, &sl),
         parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
+        parseU32(options, "idle_spin_us", 0, 10000000, &tune_.idle_spin_us),
         parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us),
         parseU32(options, "idle_yield_us", 0, 1000000, &tune_.idle_yield_us),
         parseU32(options, "write_piece_bytes", 4096, 1u << 30, &tune_.write_piece),

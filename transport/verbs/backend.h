@@ -35,9 +35,10 @@ struct Tuning {
   uint32_t rq_depth = 512;  // a peer's RTSs and WRITE-WITH-IMMs each take one; RNR costs a jiffy
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
-  uint32_t idle_spins = 64;       // idle progress() calls before one blocks
+  uint32_t idle_spins = 64;       // idle progress() calls before one blocks...
+  uint32_t idle_spin_us = 1000;   // ...and idle for at least this long
   uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
-  uint32_t idle_yield_us = 0;     // first yield the CPU this long (from the first idle call)
+  uint32_t idle_yield_us = 0;     // then first yield the CPU this long
   // Rendezvous payloads are written in pieces of write_piece bytes, and at
   // most write_queue bytes of them sit in a QP's send queue: the QP sends in
   // order, so a kRts/kCts/eager SEND queued behind a window of WRITEs would
@@ -181,7 +182,6 @@ class VerbsBackend final : public Backend {
   void finishRndvSend(uint64_t send_id, const Status& st);
   Result<ibv_mr*> regTemp(const void* addr, size_t len);
   unsigned drainChannel();
-  bool yieldWhileIdle();  // idle for less than idle_yield_us
 
   BackendEvents* events_;
   std::unique_ptr<CmState> cm_;  // cm=rdmacm only; its ids outlive dev_'s PD
@@ -204,7 +204,8 @@ class VerbsBackend final : public Backend {
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
   uint32_t idle_ = 0;           // consecutive progress() calls without work
-  uint64_t idle_since_ns_ = 0;  // when the current idle stretch began
+  uint64_t idle_since_ns_ = 0;  // when the idle stretch reached idle_spins calls
+  uint64_t idle_ns_ = 0;        // idle since then (updated every 16th call)
   bool armed_ = false;
   Stats stats_;  // TICTAC_VERBS_STATS=1
 };

@@ -16,12 +16,21 @@
 //   eager_bytes  size of a receive buffer = largest SEND message (8192)
 //   sq_depth, rq_depth  work requests per QP (256, 512)
 //   traffic_class, sl   GRH traffic class (DSCP << 2) and service level (0)
-//   idle_spins, idle_block_us  after this many progress() calls that found
-//                nothing (64), the next one sleeps on the completion channel
-//                for at most this long (1000 us; 0 = always spin): two busy
-//                pollers starve rxe, which does its work in the kernel
+//   idle_spins, idle_spin_us, idle_block_us  after this many progress()
+//                calls that found nothing (64) and at least this long idle
+//                (1000 us), the next one sleeps on the completion channel for
+//                at most idle_block_us (1000 us; 0 = always spin): two busy
+//                pollers starve rxe, which does its work in the kernel, but a
+//                wake-up costs the guest ~300 us, more than a round trip
 //   idle_yield_us  before that sleep, sched_yield() in each idle progress()
-//                call for this long from the first idle one (0 = off, default)
+//                call for this long after the spin phase (0 = off, default)
+//                (neither sleep nor yield happens while a post or a
+//                rendezvous is in flight: its completion is imminent)
+//   write_piece_bytes, write_queue_bytes  rendezvous payloads are written in
+//                pieces of at most this size (131072), and at most this many
+//                WRITE bytes sit in a QP's send queue (262144): SENDs (the
+//                handshakes of other transfers, urgent or not) go before
+//                queued WRITEs instead of behind a whole window of them
 //   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
 //                QP numbers and GIDs in the blob the core's bootstrap carries)
 //                or "rdmacm" (librdmacm: listener on `address`, resolve

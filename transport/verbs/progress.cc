@@ -48,13 +48,27 @@ unsigned VerbsBackend::progress() {
   // Sleep or yield only when nothing is in flight: a posted work request or
   // a rendezvous (kRts awaiting its kCts, kCts awaiting the WRITE) completes
   // soon, and a caller polling for it must not pay a wake-up (nor a syscall).
-  bool idle = idle_ >= tune_.idle_spins && !inFlight();
-  if (idle && yieldWhileIdle()) {
+  // Nor before idle_spin_us of idleness (not only idle_spins calls): a wake-up
+  // from the channel costs far more than a round trip in the soft-RoCE guest,
+  // and how long idle_spins calls last depends on the caller's own work. The
+  // clock is read once the calls are spun and then every 16th call.
+  if (idle_ >= tune_.idle_spins) {
+    if (idle_ == tune_.idle_spins) {
+      idle_since_ns_ = Stats::nowNs();
+      idle_ns_ = 0;
+    } else if ((idle_ & 15) == 0) {
+      idle_ns_ = Stats::nowNs() - idle_since_ns_;
+    }
+  }
+  const uint64_t spin_ns = uint64_t{tune_.idle_spin_us} * 1000;
+  bool idle = idle_ >= tune_.idle_spins && idle_ns_ >= spin_ns && !inFlight();
+  if (idle && idle_ns_ < spin_ns + uint64_t{tune_.idle_yield_us} * 1000) {
     // Keep the CPU but let the kernel run: rxe's deferred work (tasklets,
     // ksoftirqd) and a peer on the same CPU get it now, not at the next tick.
     ::sched_yield();
   } else if (idle && tune_.idle_block_us > 0) {
     idle_ = 0;
+    idle_ns_ = 0;
     if (arm()) {  // nothing pending: sleep on the CQ channel instead of spinning
       pollfd p{dev_->channel->fd, POLLIN, 0};
       timespec ts{tune_.idle_block_us / 1000000, (tune_.idle_block_us % 1000000) * 1000L};
@@ -98,16 +112,12 @@ unsigned VerbsBackend::progress() {
   }
   if (n != 0) {
     idle_ = 0;
-  } else if (idle_++ == 0 && tune_.idle_yield_us > 0) {
-    idle_since_ns_ = Stats::nowNs();  // a syscall in guests whose clock is the HPET
+    idle_ns_ = 0;
+  } else {
+    idle_++;
   }
   if (stats_.on) stats_.last_return_ns = Stats::nowNs();
   return n;
-}
-
-bool VerbsBackend::yieldWhileIdle() {
-  if (tune_.idle_yield_us == 0) return false;
-  return Stats::nowNs() - idle_since_ns_ < uint64_t{tune_.idle_yield_us} * 1000;
 }
 
 void VerbsBackend::onCompletion(const ibv_wc& wc) {
