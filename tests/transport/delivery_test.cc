@@ -87,8 +87,8 @@ TEST(SendSchedulerAdmit, MayAdmitIsFalseOnlyWhenNextMustReturnNothing) {
   EXPECT_FALSE(s.mayAdmit());  // nothing queued
   ASSERT_TRUE(s.enqueue({1, 5, 1000, 0}).isOk());
   EXPECT_TRUE(s.mayAdmit());
-  ASSERT_TRUE(s.next());  // 100 in flight
-  ASSERT_TRUE(s.next());  // 200
+  ASSERT_TRUE(s.next());      // 100 in flight
+  ASSERT_TRUE(s.next());      // 200
   EXPECT_TRUE(s.mayAdmit());  // 200 < 250, though next() refuses a 100-byte chunk
   EXPECT_FALSE(s.next());
   s.ack(1, 100);
@@ -137,8 +137,10 @@ TEST_P(DeliveryTest, ManyTensorsThroughASmallWindowArriveIntact) {
   int fired = 0;
   for (int i = 0; i < n; ++i) {
     src.push_back(pattern(len, 100 + i));
-    auto e = p.ba->expect({uint64_t(i), 3, ""}, dst[i].data(), len, [&](const Status&) { fired++; });
-    auto s = p.ab->send({uint64_t(i), 3, ""}, src[i].data(), len, 0, [&](const Status&) { fired++; });
+    auto e =
+        p.ba->expect({uint64_t(i), 3, ""}, dst[i].data(), len, [&](const Status&) { fired++; });
+    auto s =
+        p.ab->send({uint64_t(i), 3, ""}, src[i].data(), len, 0, [&](const Status&) { fired++; });
     ASSERT_TRUE(e && s);
     ops.push_back(e.value());
     ops.push_back(s.value());
@@ -221,7 +223,8 @@ TEST_P(DeliveryTest, CanceledSendsReturnTheirCredit) {
   auto e = p.ba->expect({20, 0, ""}, dst.data(), len);
   auto s = p.ab->send({20, 0, ""}, src.data(), len);
   ASSERT_TRUE(e && s);
-  ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done() && e.value()->done(); }, 20s));
+  ASSERT_TRUE(driveUntil(
+      p, [&] { return s.value()->done() && e.value()->done(); }, 20s));
   EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
   EXPECT_EQ(checksum(dst.data(), len), checksum(src.data(), len));
 }

@@ -81,8 +81,8 @@ bool rendezvousConfirms(ucp_context_h context, const BackendOptions& options) {
   if (!scheme.empty() && scheme != "auto" && scheme != "get_zcopy" && scheme != "put_zcopy") {
     return false;
   }
-  static const std::set<std::string> kRma = {"cma", "knem", "xpmem", "rc_verbs", "rc_mlx5",
-                                             "dc_mlx5"};
+  static const std::set<std::string> kRma = {"cma",      "knem",    "xpmem",
+                                             "rc_verbs", "rc_mlx5", "dc_mlx5"};
   static const std::set<std::string> kShmAm = {"posix", "sysv"};
   auto tls = transports(context);
   bool rma = false, shm_am = false;
@@ -105,8 +105,7 @@ bool rendezvousConfirms(ucp_context_h context, const BackendOptions& options) {
 }
 
 bool endpointHasRmaLane(ucp_ep_h ep) {
-  return printed([&](FILE* f) { ucp_ep_print_info(ep, f); }).find("rma_bw#") !=
-         std::string::npos;
+  return printed([&](FILE* f) { ucp_ep_print_info(ep, f); }).find("rma_bw#") != std::string::npos;
 }
 
 }  // namespace tictac::transport::ucx
