@@ -40,12 +40,12 @@ const bool registered = registerBackendHelper({"verbs", verbsOptions, viable});
 
 TEST(VerbsDataPath, TuningOptionsAreChecked) {
   ASSERT_TRUE(registered);
-  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"write_piece_bytes", "100"},
-           {"write_queue_bytes", "0"},
-           {"write_piece_bytes", "2147483648"},
-           {"idle_spin_us", "20000000"},
-           {"idle_spin_us", "x"}}) {
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"write_piece_bytes", "100"},
+                                                        {"write_queue_bytes", "0"},
+                                                        {"write_piece_bytes", "2147483648"},
+                                                        {"idle_spin_us", "20000000"},
+                                                        {"idle_spin_us", "x"}}) {
     ContextOptions o = verbsOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);

@@ -124,7 +124,7 @@ class VerbsBackend final : public Backend {
     const char* data;
     size_t len;
     uint32_t lkey;
-    ibv_mr* own_mr;  // registered here when the core gave no region
+    ibv_mr* own_mr;   // registered here when the core gave no region
     uint64_t rts_ns;  // Stats: when the kRts was queued
   };
   struct RndvSendArgs {  // a kCts accepted: what to write where

@@ -60,8 +60,8 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
     lkey = own->lkey;
   }
   uint64_t sid = next_send_id_++;
-  rsends_[sid] = RndvSend{token, c->qpn, static_cast<const char*>(data), len, lkey, own,
-                          stats_.on ? Stats::nowNs() : 0};
+  rsends_[sid] = RndvSend{token, c->qpn, static_cast<const char*>(data), len,
+                          lkey,  own,    stats_.on ? Stats::nowNs() : 0};
   if (stats_.on) {
     ++stats_.rts;
     stats_.rts_pending_sum += rsends_.size();
