@@ -101,8 +101,9 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
     const MemoryRegion* region = nullptr;
     size_t acked = 0;       // bytes confirmed (acks, and completions of kFlagNoAck chunks)
     unsigned posts = 0;     // backend posts not yet done
-    // kFlagNoAck chunks already credited, by chunk index (offset / chunk_bytes):
-    // bit i of credited0 for i < 64, then credited_more.
+    size_t handed = 0;      // bytes handed to the backend (chunks [0, handed))
+    // Chunks already credited (by completion or ack), by chunk index
+    // (offset / chunk_bytes): bit i of credited0 for i < 64, then credited_more.
     uint64_t credited0 = 0;
     std::vector<uint64_t> credited_more;
     bool all_handed = false, zero_acked = false, in_sched = false;
@@ -188,9 +189,11 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about, StatusCode code);
   void failSend(uint64_t id, const Status& s, bool tell_peer);
   // Confirms one chunk of op `id`: returns its window credit and counts its
-  // bytes, unless it is a kFlagNoAck chunk (`flagged`) that was already
-  // credited (by its completion or an ack, whichever came first).
-  void confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len, bool flagged);
+  // bytes, once per chunk (a kFlagNoAck chunk's completion and ack, a failed
+  // post and a late ack, or a duplicate ack credit it only the first time).
+  void confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len);
+  // True when (offset, bytes) is exactly a chunk of `op` already handed out.
+  bool ackNamesAChunk(const SendOp& op, uint64_t offset, uint64_t bytes) const;
   // Releases a payload the core drops, after this pass's control messages
   // (see release_after_ctrl_); null or in-place payloads need nothing.
   void releaseLater(void* desc);

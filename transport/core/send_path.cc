@@ -40,6 +40,7 @@ unsigned ContextImpl::pump() {
     auto [pt, ok] = posts_.emplace(token, std::move(post));
     Status st = backend_->post(op.peer, wire::asBytes(pt->second.h), op.buf + c->offset,
                                c->length, op.region, token);
+    op.handed = c->offset + c->length;
     if (c->last) {
       op.all_handed = true;
       op.in_sched = false;
@@ -78,34 +79,34 @@ void ContextImpl::onSendDone(uint64_t token, const Status& status) {
   if (it == sends_.end()) return;
   SendOp& op = it->second;
   op.posts--;
-  if (flagged) {
-    // Success: the peer holds the chunk (Backend::confirmsDelivery). Failure:
-    // no ack is owed either way now; return the credit once.
-    confirmChunk(id, op, offset, len, true);
-  } else if (!status) {
-    sched_->ack(id, len);  // its ack will never come
-  }
+  // Flagged and done: the peer holds the chunk (Backend::confirmsDelivery).
+  // Failed: its ack may never come. Either way the credit returns once.
+  if (flagged || !status) confirmChunk(id, op, offset, len);
   if (!status) failSend(id, status, true);
   tryFinishSend(id);
 }
 
-void ContextImpl::confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len,
-                               bool flagged) {
-  if (flagged) {
-    size_t index = offset / opts_.chunk_bytes;
-    uint64_t* word = &op.credited0;
-    if (index >= 64) {
-      size_t w = index / 64 - 1;
-      if (op.credited_more.size() <= w) op.credited_more.resize(w + 1, 0);
-      word = &op.credited_more[w];
-    }
-    uint64_t bit = uint64_t{1} << (index % 64);
-    if (*word & bit) return;  // the completion or the ack came first
-    *word |= bit;
+void ContextImpl::confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len) {
+  size_t index = offset / opts_.chunk_bytes;  // < op.len / chunk: checked by the callers
+  uint64_t* word = &op.credited0;
+  if (index >= 64) {
+    size_t w = index / 64 - 1;
+    if (op.credited_more.size() <= w) op.credited_more.resize(w + 1, 0);
+    word = &op.credited_more[w];
   }
+  uint64_t bit = uint64_t{1} << (index % 64);
+  if (*word & bit) return;  // the completion or the ack came first (or a duplicate ack)
+  *word |= bit;
   sched_->ack(id, len);
   op.acked += len;
   if (len == 0) op.zero_acked = true;
+}
+
+bool ContextImpl::ackNamesAChunk(const SendOp& op, uint64_t offset, uint64_t bytes) const {
+  if (op.len == 0) return offset == 0 && bytes == 0 && op.all_handed;
+  size_t chunk = opts_.chunk_bytes;
+  return offset < op.handed && offset % chunk == 0 &&
+         bytes == std::min<uint64_t>(chunk, op.len - offset);
 }
 
 void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
@@ -115,11 +116,19 @@ void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
     wire::AckEntry a;
     std::memcpy(&a, e + i, sizeof(a));
     auto it = sends_.find(a.op_id);
-    if (it == sends_.end() || it->second.peer != h.src_peer) continue;
+    if (it == sends_.end() || it->second.peer != h.src_peer) continue;  // finished or failed
     SendOp& op = it->second;
-    // The same pure function flagged the chunk when it was posted.
-    bool flagged = a.bytes > 0 && backend_->confirmsDelivery(a.bytes, op.region);
-    confirmChunk(a.op_id, op, a.offset, a.bytes, flagged);
+    if (!ackNamesAChunk(op, a.offset, a.bytes)) {
+      // A peer acking bytes it was never sent would free window credit (or,
+      // with a huge offset, grow the credit bitmap without bound): its bug or
+      // its malice ends the peer, not the process.
+      failPeer(h.src_peer, Status(StatusCode::kProtocolError,
+                                  "peer acked a chunk never sent (op " + std::to_string(a.op_id) +
+                                      ", offset " + std::to_string(a.offset) + ", " +
+                                      std::to_string(a.bytes) + " bytes)"));
+      return;
+    }
+    confirmChunk(a.op_id, op, a.offset, a.bytes);
     tryFinishSend(a.op_id);
   }
 }
