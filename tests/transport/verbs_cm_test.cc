@@ -2,11 +2,11 @@
 // run inside tools/softroce-vm, whose rxed0 sits on the dummy interface d0 at
 // 192.0.2.1: rdma_cm cannot route over rxe on lo).
 //
-// This binary also holds the channel conformance suite (channel_test.cc) run
-// with TICTAC_TEST_BACKENDS=verbs-cm: intact data 0 B..64 MiB, urgent
-// overtakes bulk, completions once and never inline, over QPs that rdma_cm
-// connected. On a host without an RDMA device every case skips; inside the
-// guest (TICTAC_GUEST set) a missing device is a failure.
+// This binary also holds the channel conformance suites (channel_test.cc,
+// channel_more_test.cc) run with TICTAC_TEST_BACKENDS=verbs-cm: intact data
+// 0 B..64 MiB, urgent overtakes bulk, completions once and never inline,
+// registration cache, progress thread, over QPs that rdma_cm connected. On a host without an RDMA
+// device every case skips; inside the guest (TICTAC_GUEST set) a missing device is a failure.
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <signal.h>
@@ -174,6 +174,58 @@ TEST(VerbsCm, ConcurrentSetupsPairCorrectly) {
     for (int k = 0; k < 200; ++k) {
       for (auto& c : {s.value(), c1.value(), c2.value()}) c->progress();
     }
+  }
+}
+
+// A and B connect to each other at the same time: one backend is the active
+// side of both rdma_cm connections, the other gets two requests from the same
+// listener and tells them apart by the token of the blob each one answers.
+TEST(VerbsCm, MutualConnectsPairByToken) {
+  REQUIRE_DEVICE();
+  auto a = Context::create(cmOptions());
+  auto b = Context::create(cmOptions());
+  ASSERT_TRUE(a && b);
+  auto la = a.value()->listen(0, "127.0.0.1");
+  auto lb = b.value()->listen(0, "127.0.0.1");
+  ASSERT_TRUE(la && lb);
+  Result<std::shared_ptr<Channel>> ab_acc = Status(StatusCode::kTimeout, "not run"),
+                                   ba_acc = ab_acc, ab_con = ab_acc, ba_con = ab_acc;
+  std::thread t1([&] { ab_acc = lb.value()->accept(30s); });  // b accepts a's connect
+  std::thread t2([&] { ba_acc = la.value()->accept(30s); });  // a accepts b's connect
+  std::thread t3([&] { ab_con = a.value()->connect("127.0.0.1", lb.value()->port()); });
+  ba_con = b.value()->connect("127.0.0.1", la.value()->port());
+  t1.join();
+  t2.join();
+  t3.join();
+  ASSERT_TRUE(ab_acc && ba_acc && ab_con && ba_con);
+  // Pairs: (ab_con at a, ab_acc at b) and (ba_con at b, ba_acc at a).
+  struct Way {
+    Channel* from;
+    Channel* to;
+  };
+  int way = 0;
+  for (Way w : {Way{ab_con.value().get(), ab_acc.value().get()},
+                Way{ba_con.value().get(), ba_acc.value().get()},
+                Way{ab_acc.value().get(), ab_con.value().get()},
+                Way{ba_acc.value().get(), ba_con.value().get()}}) {
+    const size_t len = 300000;
+    std::vector<char> src(len), dst(len);
+    fillPattern(src.data(), len, len);
+    auto e = w.to->expect({7, 7, ""}, dst.data(), len);
+    auto s = w.from->send({7, 7, ""}, src.data(), len);
+    ASSERT_TRUE(e && s);
+    auto until = Clock::now() + 30s;
+    while (!(e.value()->done() && s.value()->done()) && Clock::now() < until) {
+      a.value()->progress();
+      b.value()->progress();
+    }
+    ASSERT_TRUE(e.value()->done() && s.value()->done())
+        << "way " << way << ": expect done " << e.value()->done() << ", send done "
+        << s.value()->done();
+    ++way;
+    EXPECT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
+    EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
+    EXPECT_EQ(checksum(src.data(), len), checksum(dst.data(), len));
   }
 }
 

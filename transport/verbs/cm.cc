@@ -91,6 +91,7 @@ std::vector<uint8_t> VerbsBackend::cmLocalAddress() {
     cb.token = (uint64_t{std::random_device()()} << 32) | std::random_device()();
   } while (cb.token == 0);
   t_last_token = cb.token;
+  cm_->issued.insert(cb.token);
   std::vector<uint8_t> out(sizeof(b) + sizeof(cb));
   std::memcpy(out.data(), &b, sizeof(b));
   std::memcpy(out.data() + sizeof(b), &cb, sizeof(cb));
@@ -142,7 +143,8 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
   if (mine == theirs)
     return {StatusCode::kInvalidArgument, "rdma_cm: a backend cannot pair with itself"};
   uint32_t qpn = 0;
-  if (mine < theirs) {  // active: resolve, create the QP on the id, connect
+  if (mine < theirs) {                // active: resolve, create the QP on the id, connect
+    cm_->issued.erase(t_last_token);  // no request will answer this blob
     auto id = link.resolve(cb.ipv4, cb.port, tune_.traffic_class, until);
     if (!id) return id.status();
     auto made =
@@ -162,11 +164,15 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
       return s;
     }
   } else {  // passive: claim the request from the peer's listener (accepted meanwhile)
+    // The request answering this thread's last blob if this thread made one
+    // that is still unclaimed (it may not have arrived yet); else any from
+    // the peer's listener (one channel per pair of backends needs no more).
+    bool mine_open = cm_->issued.count(t_last_token) > 0;
     auto find = [&]() -> CmState::Pending* {
       CmState::Pending* pick = nullptr;
       for (auto& p : cm_->pending) {
         if (p.ipv4 != cb.ipv4 || p.port != cb.port || link.failed(p.id)) continue;
-        if (pick == nullptr || p.token == t_last_token) pick = &p;
+        if (mine_open ? p.token == t_last_token : pick == nullptr) pick = &p;
       }
       return pick != nullptr && link.established(pick->id) ? pick : nullptr;
     };
@@ -177,6 +183,7 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
     }
     CmState::Pending* p = find();
     qpn = p->qpn;
+    cm_->issued.erase(p->token);
     cm_->pending.erase(cm_->pending.begin() + (p - cm_->pending.data()));
     Conn& c = *conns_.at(qpn);
     for (uint32_t i = 0; i < tune_.rq_depth; ++i) repost(c, i);

@@ -11,11 +11,13 @@
 // does not know how a QP was connected. The TCP bootstrap still carries the
 // version, job token and heartbeat.
 //
-// Pairing does not depend on call order: an incoming request names its
-// sender's listener, and the passive addPeer() claims the request whose
-// listener is in the peer's blob (the request's token, which is the token of
-// the blob the active side received, only breaks a tie between two channels of
-// the same pair of backends).
+// Pairing: an incoming request names its sender's listener and carries the
+// token of the blob the active side received. The passive addPeer() claims
+// the request that answers the blob this thread's last localAddress() made,
+// while that blob is unclaimed; otherwise (addPeer() on another thread) the
+// request from the listener in the peer's blob, which is exact as long as two
+// backends share at most one channel (two channels between the same pair, set
+// up from threads other than their localAddress() calls, may cross).
 //
 // Built without librdmacm, CmLink::open() returns kUnsupported.
 //
@@ -30,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -152,6 +155,7 @@ struct CmState {
   CmConfig config;
   std::unique_ptr<CmLink> link;
   std::vector<Pending> pending;
+  std::set<uint64_t> issued;  // tokens of blobs whose passive side is unclaimed
 };
 
 }  // namespace tictac::transport::verbs
