@@ -122,13 +122,11 @@ Status UcxBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   ep.err_handler.arg = pe.get();
   ucs_status_t st = ucp_ep_create(worker_, &ep, &pe->ep);
   if (st != UCS_OK) return ucxError("ucp_ep_create", st);
-  if (confirms_ && !endpointHasRmaLane(pe->ep)) {
-    std::fprintf(stderr,
-                 "tictac: UCX endpoint to peer %u has no RMA lane although this context's "
-                 "transports have one (asymmetric UCX_TLS?): rendezvous completions may "
-                 "come before delivery\n",
-                 peer);
-  }
+  // An endpoint without an RMA lane (UCX 1.13 leaves cma out of endpoints that
+  // ask for peer error handling; an asymmetric UCX_TLS does the same) would
+  // complete rendezvous sends before delivery: stop confirming from here on.
+  // Chunks already flagged keep their flag (the core reads it from the header).
+  if (confirms_ && !endpointHasRmaLane(pe->ep)) confirms_ = false;
   eps_[peer] = std::move(pe);
   return Status::ok();
 }
@@ -183,6 +181,15 @@ void UcxBackend::onSend(void* request, ucs_status_t status, void* user_data) {
   if (status == UCS_ERR_REJECTED) {  // our onAm at the peer dropped it (see there)
     self->events_->onSendDone(
         token, Status(StatusCode::kPeerLost, "the peer dropped the message (channel closed)"));
+    return;
+  }
+  if (status == UCS_ERR_CANCELED || status == UCS_ERR_CONNECTION_RESET ||
+      status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_UNREACHABLE) {
+    // The endpoint failed or was closed under the send: the peer is gone,
+    // whichever of this and the bootstrap's EOF is noticed first.
+    self->events_->onSendDone(token, Status(StatusCode::kPeerLost,
+                                            std::string("UCX send ended: peer gone (") +
+                                                ucs_status_string(status) + ")"));
     return;
   }
   self->events_->onSendDone(token, status == UCS_OK ? Status::ok()

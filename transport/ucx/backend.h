@@ -105,7 +105,7 @@ class UcxBackend final : public Backend {
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER
-  bool confirms_ = false;     // rendezvousConfirms(), fixed at init
+  bool confirms_ = false;     // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
   std::map<PeerId, std::unique_ptr<PeerEp>> eps_;
   std::vector<void*> closing_;                            // ep close requests
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()

@@ -13,8 +13,9 @@
 // - the AM fallback (no RMA lane: ud, posix/sysv without cma, tcp with
 //   TCP_PUT_ENABLE=n): ucp_rndv_progress_am_bcopy/zcopy complete locally, too
 //   early. confirmsDelivery() is false then.
-// The decision is made once, from the transports of the ucp context and the
-// configuration, so that it is the same for every peer and every call.
+// The decision is made at init, from the transports of the ucp context and
+// the configuration; addPeer() turns it off for good when an endpoint has no
+// RMA lane after all (peer error handling leaves cma out in UCX 1.13).
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
