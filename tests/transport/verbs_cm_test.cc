@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/transport/backend_helper.h"
+#include "tests/transport/verbs_helper.h"
 
 namespace tictac::transport::test {
 namespace {
@@ -32,14 +32,6 @@ std::string cmAddress() {
   return e != nullptr && *e ? e : "192.0.2.1";
 }
 
-bool viable() {
-  if (std::getenv("TICTAC_GUEST") != nullptr) return true;
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (list != nullptr) ibv_free_device_list(list);
-  return n > 0;
-}
-
 ContextOptions cmOptions() {
   ContextOptions o;
   o.backend = "verbs";
@@ -47,12 +39,7 @@ ContextOptions cmOptions() {
   return o;
 }
 
-const bool registered = registerBackendHelper({"verbs-cm", cmOptions, viable});
-
-#define REQUIRE_DEVICE()                                                            \
-  do {                                                                              \
-    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
-  } while (0)
+const bool registered = registerBackendHelper({"verbs-cm", cmOptions, verbsViable});
 
 TEST(VerbsCm, BadCmOptionsAreInvalidArguments) {
   ASSERT_TRUE(registered);
@@ -74,7 +61,7 @@ TEST(VerbsCm, BadCmOptionsAreInvalidArguments) {
 
 // rxe on lo: rdma_cm cannot resolve the route; creation says so quickly.
 TEST(VerbsCm, LoopbackFailsClearlyAtCreate) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   ContextOptions o = cmOptions();
   o.backend_config["address"] = "127.0.0.1";
   auto t0 = Clock::now();
@@ -89,7 +76,7 @@ TEST(VerbsCm, LoopbackFailsClearlyAtCreate) {
 // One side rdma_cm, the other QP numbers over the bootstrap: both fail
 // with a message naming the cause, neither hangs.
 TEST(VerbsCm, MixedModesFailClearly) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   auto a = Context::create(cmOptions());
   ContextOptions tcp;
   tcp.backend = "verbs";
@@ -112,7 +99,7 @@ TEST(VerbsCm, MixedModesFailClearly) {
 // Channels set up concurrently (two clients, and one client twice) pair
 // their QPs by listener and token, whatever the order of the calls.
 TEST(VerbsCm, ConcurrentSetupsPairCorrectly) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   auto s = Context::create(cmOptions());
   auto c1 = Context::create(cmOptions());
   auto c2 = Context::create(cmOptions());
@@ -181,7 +168,7 @@ TEST(VerbsCm, ConcurrentSetupsPairCorrectly) {
 // side of both rdma_cm connections, the other gets two requests from the same
 // listener and tells them apart by the token of the blob each one answers.
 TEST(VerbsCm, MutualConnectsPairByToken) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   auto a = Context::create(cmOptions());
   auto b = Context::create(cmOptions());
   ASSERT_TRUE(a && b);
@@ -229,36 +216,11 @@ TEST(VerbsCm, MutualConnectsPairByToken) {
   }
 }
 
-// A peer process that accepts one cm=rdmacm channel and then only makes progress.
-[[noreturn]] void holdingPeer(int port_fd) {
-  auto c = Context::create(cmOptions());
-  if (!c) ::_exit(3);
-  auto l = c.value()->listen(0, "127.0.0.1");
-  if (!l) ::_exit(4);
-  uint16_t port = l.value()->port();
-  if (::write(port_fd, &port, sizeof(port)) != sizeof(port)) ::_exit(5);
-  auto ch = l.value()->accept(30s);
-  if (!ch) ::_exit(6);
-  for (;;) {
-    c.value()->progress();
-    std::this_thread::sleep_for(50us);
-  }
-}
-
 TEST(VerbsCm, KilledPeerFailsPendingOpsWithin5s) {
-  REQUIRE_DEVICE();
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    holdingPeer(fds[1]);
-  }
-  ::close(fds[1]);
+  TICTAC_REQUIRE_RDMA_DEVICE();
   uint16_t port = 0;
-  ASSERT_EQ(::read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(fds[0]);
+  pid_t pid = forkHoldingPeer(cmOptions(), &port);
+  ASSERT_GT(pid, 0);
   auto ctx = Context::create(cmOptions());
   ASSERT_TRUE(ctx) << ctx.status().toString();
   auto ch = ctx.value()->connect("127.0.0.1", port);

@@ -11,32 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "tests/transport/backend_helper.h"
+#include "tests/transport/verbs_helper.h"
 
 namespace tictac::transport::test {
 namespace {
 
-bool viable() {
-  if (std::getenv("TICTAC_GUEST") != nullptr) return true;
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (list != nullptr) ibv_free_device_list(list);
-  return n > 0;
-}
-
-ContextOptions verbsOptions() {
-  ContextOptions o;
-  o.backend = "verbs";
-  o.backend_config = {{"address", "127.0.0.1"}};  // rxe on lo
-  return o;
-}
-
-const bool registered = registerBackendHelper({"verbs", verbsOptions, viable});
-
-#define REQUIRE_DEVICE()                                                            \
-  do {                                                                              \
-    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
-  } while (0)
+const bool registered = registerBackendHelper({"verbs", verbsLoOptions, verbsViable});
 
 TEST(VerbsDataPath, TuningOptionsAreChecked) {
   ASSERT_TRUE(registered);
@@ -46,7 +26,7 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
                                                         {"write_piece_bytes", "2147483648"},
                                                         {"idle_spin_us", "20000000"},
                                                         {"idle_spin_us", "x"}}) {
-    ContextOptions o = verbsOptions();
+    ContextOptions o = verbsLoOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);
     ASSERT_FALSE(c) << key << "=" << value;
@@ -60,7 +40,7 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
 // receiver's buffer already holds every byte, before the receiver's core has
 // looked at it again.
 TEST(VerbsDataPath, RendezvousSendCompletesOnlyOnceTheBytesAreThere) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p = makePair("verbs", false);
   for (size_t len : {size_t{300000}, size_t{1} << 20}) {
     std::vector<char> src(len), dst(len, 0);
@@ -80,7 +60,7 @@ TEST(VerbsDataPath, RendezvousSendCompletesOnlyOnceTheBytesAreThere) {
 // of WRITEs queued behind the budget while eager messages and the handshakes
 // of the other transfers go ahead of them: everything still lands intact.
 TEST(VerbsDataPath, TinyWritePiecesAndBudgetKeepDataIntact) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p = makePair("verbs", false, [](ContextOptions& o) {
     o.backend_config["write_piece_bytes"] = "4096";
     o.backend_config["write_queue_bytes"] = "4096";

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/transport/backend_helper.h"
+#include "tests/transport/verbs_helper.h"
 
 namespace tictac::transport::test {
 namespace {
@@ -24,34 +24,11 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-bool haveDevice() {
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (list != nullptr) ibv_free_device_list(list);
-  return n > 0;
-}
-
-bool viable() {
-  return std::getenv("TICTAC_GUEST") != nullptr || haveDevice();
-}
-
-ContextOptions verbsOptions() {
-  ContextOptions o;
-  o.backend = "verbs";
-  o.backend_config = {{"address", "127.0.0.1"}};  // rxe on lo
-  return o;
-}
-
-const bool registered = registerBackendHelper({"verbs", verbsOptions, viable});
-
-#define REQUIRE_DEVICE()                                                            \
-  do {                                                                              \
-    if (!viable()) GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
-  } while (0)
+const bool registered = registerBackendHelper({"verbs", verbsLoOptions, verbsViable});
 
 TEST(VerbsBackend, UnknownDeviceIsNoDevice) {
   ASSERT_TRUE(registered);
-  ContextOptions o = verbsOptions();
+  ContextOptions o = verbsLoOptions();
   o.device = "no-such-rdma-device";
   auto c = Context::create(o);
   ASSERT_FALSE(c);
@@ -67,7 +44,7 @@ TEST(VerbsBackend, BadOptionsAreInvalidArguments) {
                                                         {"sl", "99"},
                                                         {"idle_yield_us", "2000000"},
                                                         {"idle_block_us", "-1"}}) {
-    ContextOptions o = verbsOptions();
+    ContextOptions o = verbsLoOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);
     ASSERT_FALSE(c) << key;
@@ -77,16 +54,16 @@ TEST(VerbsBackend, BadOptionsAreInvalidArguments) {
 }
 
 TEST(VerbsBackend, GidIndexOverrideIsChecked) {
-  REQUIRE_DEVICE();
-  ContextOptions o = verbsOptions();
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  ContextOptions o = verbsLoOptions();
   o.backend_config = {{"gid_index", "999"}};
   auto c = Context::create(o);
   ASSERT_FALSE(c);
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().toString();
   // The environment overrides the automatic choice; the option overrides both.
   ::setenv("TICTAC_VERBS_GID_INDEX", "998", 1);
-  auto env = Context::create(verbsOptions());
-  ContextOptions opt = verbsOptions();
+  auto env = Context::create(verbsLoOptions());
+  ContextOptions opt = verbsLoOptions();
   opt.backend_config["gid_index"] = "0";
   auto both = Context::create(opt);
   ::unsetenv("TICTAC_VERBS_GID_INDEX");
@@ -96,7 +73,7 @@ TEST(VerbsBackend, GidIndexOverrideIsChecked) {
 }
 
 TEST(VerbsBackend, SmallEagerAndLargeRendezvousInterleave) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p =
       makePair("verbs", false, [](ContextOptions& o) { o.backend_config["eager_bytes"] = "4300"; });
   std::vector<size_t> sizes{0, 100, 4096, 4097, 300000, 5, 2 << 20};
@@ -133,7 +110,7 @@ TEST(VerbsBackend, SmallEagerAndLargeRendezvousInterleave) {
 // The idle paths (yield, then a short sleep on the completion channel after
 // every idle call) must never lose a wake-up: a ping-pong completes intact.
 TEST(VerbsBackend, IdleYieldAndSleepLoseNoMessage) {
-  REQUIRE_DEVICE();
+  TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p = makePair("verbs", false, [](ContextOptions& o) {
     o.backend_config["idle_spins"] = "0";
     o.backend_config["idle_yield_us"] = "300";
@@ -157,37 +134,12 @@ TEST(VerbsBackend, IdleYieldAndSleepLoseNoMessage) {
   }
 }
 
-// A peer process that accepts one channel and then only makes progress.
-[[noreturn]] void holdingPeer(int port_fd) {
-  auto c = Context::create(verbsOptions());
-  if (!c) ::_exit(3);
-  auto l = c.value()->listen(0, "127.0.0.1");
-  if (!l) ::_exit(4);
-  uint16_t port = l.value()->port();
-  if (::write(port_fd, &port, sizeof(port)) != sizeof(port)) ::_exit(5);
-  auto ch = l.value()->accept(30s);
-  if (!ch) ::_exit(6);
-  for (;;) {
-    c.value()->progress();
-    std::this_thread::sleep_for(50us);
-  }
-}
-
 TEST(VerbsBackend, KilledPeerFailsPendingOpsWithin5s) {
-  REQUIRE_DEVICE();
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    holdingPeer(fds[1]);
-  }
-  ::close(fds[1]);
+  TICTAC_REQUIRE_RDMA_DEVICE();
   uint16_t port = 0;
-  ASSERT_EQ(::read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(fds[0]);
-  auto ctx = Context::create(verbsOptions());
+  pid_t pid = forkHoldingPeer(verbsLoOptions(), &port);
+  ASSERT_GT(pid, 0);
+  auto ctx = Context::create(verbsLoOptions());
   ASSERT_TRUE(ctx) << ctx.status().toString();
   auto ch = ctx.value()->connect("127.0.0.1", port);
   ASSERT_TRUE(ch) << ch.status().toString();
