@@ -115,8 +115,30 @@ class Op:
             self._h = None
 
 
-class Channel:
+class _Handle:
+    """An owned C handle: close() (also on `with` exit and on collection)
+    destroys it once with the class's _destroy function."""
+
+    _h = None
+
+    def close(self):
+        if self._h:
+            type(self)._destroy(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Channel(_Handle):
     """A connection to one peer: send(), expect(), cancel(), close()."""
+
+    _destroy = staticmethod(lambda h: lib.tictac_channel_destroy(h))
 
     def __init__(self, handle, ctx):
         self._h = ctypes.c_void_p(handle)
@@ -153,22 +175,11 @@ class Channel:
         """True if canceled (the op then completes with "canceled"), False if too late."""
         return lib.tictac_cancel(self._h, op._h) == 1
 
-    def close(self):
-        if self._h:
-            lib.tictac_channel_destroy(self._h)
-            self._h = None
 
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class Listener:
+class Listener(_Handle):
     """Accepts peers on a TCP port (the bootstrap); .port is the bound port."""
+
+    _destroy = staticmethod(lambda h: lib.tictac_listener_destroy(h))
 
     def __init__(self, handle, ctx):
         self._h = ctypes.c_void_p(handle)
@@ -180,16 +191,11 @@ class Listener:
         _check(lib.tictac_accept(self._h, int(timeout * 1000), ctypes.byref(out)), "accept")
         return Channel(out.value, self._ctx)
 
-    def close(self):
-        if self._h:
-            lib.tictac_listener_destroy(self._h)
-            self._h = None
 
-    __del__ = close
-
-
-class Context:
+class Context(_Handle):
     """Devices, scheduler and progress of one process (see tictac_options_t)."""
+
+    _destroy = staticmethod(lambda h: lib.tictac_context_destroy(h))
 
     def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
                  job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
@@ -204,7 +210,6 @@ class Context:
         o.job_token, o.chunk_bytes, o.window_bytes = job_token, chunk_bytes, window_bytes
         o.rate_gbps, o.max_queued, o.peer_timeout_ms = rate_gbps, max_queued, peer_timeout_ms
         out = ctypes.c_void_p()
-        self._h = None
         _check(lib.tictac_context_create(ctypes.byref(o), ctypes.byref(out)), "context")
         self._h = out
 
@@ -222,16 +227,3 @@ class Context:
         _check(lib.tictac_connect(self._h, _enc(host), port, ctypes.byref(out)),
                f"connect to {host}:{port}")
         return Channel(out.value, self)
-
-    def close(self):
-        if getattr(self, "_h", None):
-            lib.tictac_context_destroy(self._h)
-            self._h = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
