@@ -24,6 +24,16 @@ class ChannelCloseTest : public ::testing::TestWithParam<Param> {
   }
 };
 
+// b goes away: its context destroyed, or only its channel to a closed.
+void receiverGoesAway(Pair& p, bool destroy_context) {
+  if (destroy_context) {
+    p.ba.reset();
+    p.b.reset();
+  } else {
+    p.ba->close();
+  }
+}
+
 // Sends `len` bytes a -> b; b goes away as soon as its expect completed; the
 // send must still complete kOk (every byte arrived and was acked).
 void sendThenReceiverCloses(const Param& param, size_t len) {
@@ -45,12 +55,7 @@ void sendThenReceiverCloses(const Param& param, size_t len) {
   }
   ASSERT_TRUE(e.value()->done());
   ASSERT_TRUE(e.value()->status().isOk()) << e.value()->status().message();
-  if (destroy_context) {
-    p.ba.reset();
-    p.b.reset();
-  } else {
-    p.ba->close();
-  }
+  receiverGoesAway(p, destroy_context);
   Status st = s.value()->wait(10s);
   EXPECT_EQ(st.code(), StatusCode::kOk) << st.message();
   EXPECT_EQ(checksum(src.data(), len), checksum(dst.data(), len));
@@ -78,12 +83,7 @@ TEST_P(ChannelCloseTest, CloseStillFailsUnfinishedOps) {
   ASSERT_TRUE(s);
   spin(p, 20);
   ASSERT_FALSE(s.value()->done());
-  if (destroy_context) {
-    p.ba.reset();
-    p.b.reset();
-  } else {
-    p.ba->close();
-  }
+  receiverGoesAway(p, destroy_context);
   Status st = s.value()->wait(10s);
   EXPECT_EQ(st.code(), StatusCode::kPeerLost) << st.message();
 }
