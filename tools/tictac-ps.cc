@@ -55,10 +55,10 @@ json autotune(const std::string& self, Config c, double timeout, std::string& er
     return true;
   };
   double base = 0, best = 0;
-  size_t bc = 256 << 10, bw = 1 << 20;
+  size_t bc = 512 << 10, bw = 1 << 20;  // the transport's defaults
   if (!measure(bc, bw, base)) return {};
   best = base;
-  for (size_t chunk : {size_t{64} << 10, size_t{1} << 20}) {
+  for (size_t chunk : {size_t{128} << 10, size_t{1} << 20}) {
     double us = 0;
     if (!measure(chunk, bw, us)) return {};
     if (us < best) { best = us; bc = chunk; }

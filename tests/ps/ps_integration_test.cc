@@ -105,7 +105,7 @@ TEST(PsIntegration, AutotuneReportsItsChoiceAndUsesIt) {
   ASSERT_TRUE(r.contains("autotune"));
   const json& t = r["autotune"];
   size_t chunk = t["chunk_bytes"], window = t["window_bytes"];
-  EXPECT_TRUE(chunk == (64u << 10) || chunk == (256u << 10) || chunk == (1u << 20)) << chunk;
+  EXPECT_TRUE(chunk == (128u << 10) || chunk == (512u << 10) || chunk == (1u << 20)) << chunk;
   EXPECT_TRUE(window == (1u << 20) || window == 2 * chunk || window == (4u << 20)) << window;
   // The search keeps the defaults unless a setting measured faster.
   EXPECT_GT(t["default_iteration_us"].get<double>(), 0);

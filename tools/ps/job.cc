@@ -56,7 +56,7 @@ SimOptions Job::simOptions() const {
   o.workers = c_.workers;
   o.ps = c_.ps;
   o.runs = c_.iterations;
-  o.chunk_bytes = c_.chunk_bytes > 0 ? c_.chunk_bytes : 256 * 1024;
+  o.chunk_bytes = c_.chunk_bytes > 0 ? c_.chunk_bytes : 512 * 1024;  // the transport's default
   return o;
 }
 
