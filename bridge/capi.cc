@@ -93,8 +93,6 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
     opts.job_token = c.job_token;
     opts.chunk_bytes = c.chunk_bytes;
     opts.window_bytes = c.window_bytes;
-    opts.bulk_window_bytes = c.bulk_window_bytes;
-    opts.bulk_after_ms = c.bulk_after_ms;
     opts.rate_gbps = c.rate_gbps;
     opts.max_queued = c.max_queued;
     if (c.peer_timeout_ms != 0) opts.peer_timeout = std::chrono::milliseconds(c.peer_timeout_ms);

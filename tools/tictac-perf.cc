@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   ::dup2(2, 1);
   FILE* out = ::fdopen(out_fd, "w");
   Options o;
-  std::string size_s, window_s, chunk_s, bulk_s, bulk_window_s;
+  std::string size_s, window_s, chunk_s, bulk_s;
   CLI::App app{"tictac-perf: bandwidth, latency and priority benchmark of the tictac channel.\n"
                "Server when no SERVER is given (serves one session, then exits 0)."};
   app.add_option("--backend", o.backend, "ucx or verbs (verbs without a device: exit 1, no fallback)")
@@ -57,9 +57,6 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "bw: untimed sends before timing, as perftest does "
                  "(default: a tenth of -n)")->check(CLI::NonNegativeNumber);
   app.add_option("--window", window_s, "scheduler window, bytes in flight (default: library's)");
-  app.add_option("--bulk-window", bulk_window_s,
-                 "streaming window: bytes in flight once one priority has streamed alone for "
-                 "50 ms (default: library's, 4 MiB; equal to --window turns it off)");
   app.add_option("--chunk", chunk_s, "scheduler chunk size in bytes (default: library's)");
   app.add_option("--bulk-size", bulk_s, "prio: bulk tensor size (default 8 MiB)");
   app.add_option("--rate-gbps", o.rate, "pace sends to this payload rate (0 = unpaced)")
@@ -73,7 +70,6 @@ int main(int argc, char** argv) {
     if (!size_s.empty()) o.size = parseSize(size_s);
     if (!window_s.empty()) o.window = parseSize(window_s);
     if (!chunk_s.empty()) o.chunk = parseSize(chunk_s);
-    if (!bulk_window_s.empty()) o.bulk_window = parseSize(bulk_window_s);
     if (!bulk_s.empty()) o.bulk = parseSize(bulk_s);
   } catch (const CLI::ParseError& e) {
     ::dup2(out_fd, 1);
@@ -88,7 +84,6 @@ int main(int argc, char** argv) {
   if (o.backend == "ucx" && !o.device.empty()) copts.backend_config["NET_DEVICES"] = o.device;
   copts.window_bytes = o.window;
   copts.chunk_bytes = o.chunk;
-  copts.bulk_window_bytes = o.bulk_window;
   copts.rate_gbps = o.rate;
   copts.connect_timeout = std::chrono::seconds(10);
   auto ctx = Context::create(copts);

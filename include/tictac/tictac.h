@@ -65,10 +65,6 @@ typedef struct tictac_options {
   const char* hints_tsv;
   const char* graph;
   const char* analyzer;
-  /* Streaming window (docs/transport.md): bytes in flight once one priority
-   * has streamed alone for bulk_after_ms; 0 = defaults. */
-  size_t bulk_window_bytes;
-  uint32_t bulk_after_ms;
 } tictac_options_t;
 
 typedef void (*tictac_callback_t)(void* arg, int status);

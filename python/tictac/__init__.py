@@ -199,8 +199,7 @@ class Context(_Handle):
 
     def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
                  job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
-                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None,
-                 bulk_window_bytes=0, bulk_after_ms=0):
+                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None):
         o = _capi.Options()
         o.struct_size = ctypes.sizeof(o)
         self._strings = [_enc(x) for x in (backend, ucx_tls, ucx_net_devices, hints_tsv, graph,
@@ -210,7 +209,6 @@ class Context(_Handle):
         o.progress_thread = 1 if progress_thread else 0
         o.job_token, o.chunk_bytes, o.window_bytes = job_token, chunk_bytes, window_bytes
         o.rate_gbps, o.max_queued, o.peer_timeout_ms = rate_gbps, max_queued, peer_timeout_ms
-        o.bulk_window_bytes, o.bulk_after_ms = bulk_window_bytes, bulk_after_ms
         out = ctypes.c_void_p()
         _check(lib.tictac_context_create(ctypes.byref(o), ctypes.byref(out)), "context")
         self._h = out

@@ -33,8 +33,6 @@ class Options(ctypes.Structure):
         ("hints_tsv", ctypes.c_char_p),
         ("graph", ctypes.c_char_p),
         ("analyzer", ctypes.c_char_p),
-        ("bulk_window_bytes", ctypes.c_size_t),
-        ("bulk_after_ms", ctypes.c_uint32),
     ]
 
 

@@ -83,7 +83,6 @@ TEST(SendSchedulerAdmit, MayAdmitIsFalseOnlyWhenNextMustReturnNothing) {
   SchedulerOptions o;
   o.chunk_bytes = 100;
   o.window_bytes = 250;
-  o.bulk_window_bytes = 250;  // streaming window off (stream_window_test covers it)
   SendScheduler s(o);
   EXPECT_FALSE(s.mayAdmit());  // nothing queued
   ASSERT_TRUE(s.enqueue({1, 5, 1000, 0}).isOk());

@@ -51,8 +51,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
           {"warmup", warmup},
           {"bw_gbps", static_cast<double>(size) * static_cast<double>(iters) * 8e-3 / us},
           {"msg_rate_mpps", static_cast<double>(iters) / us}, {"lat_us", latJson(lat)},
-          {"window", window}, {"bulk_window", s.ctx[0]->options().bulk_window_bytes},
-          {"chunk", s.ctx[0]->options().chunk_bytes}};
+          {"window", window}, {"chunk", s.ctx[0]->options().chunk_bytes}};
 }
 
 json runLat(Session& s, const Options& o, size_t size, uint64_t iters) {
@@ -150,9 +149,7 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
   double lo_bw = static_cast<double>(bulk_bytes) * 8e-3 / us;
   return {{"test", "prio"}, {"mode", names[mode]}, {"backend", o.backend}, {"size", size},
           {"iters", iters}, {"hi_size", size}, {"lo_size", o.bulk},
-          {"window", s.ctx[0]->options().window_bytes},
-          {"bulk_window", s.ctx[0]->options().bulk_window_bytes},
-          {"chunk", s.ctx[0]->options().chunk_bytes},
+          {"window", s.ctx[0]->options().window_bytes}, {"chunk", s.ctx[0]->options().chunk_bytes},
           {"hi_lat_us", latJson(half)}, {"lat_us", latJson(half)}, {"lo_bw_gbps", lo_bw},
           {"bw_gbps", lo_bw}, {"msg_rate_mpps", static_cast<double>(iters) / us}};
 }

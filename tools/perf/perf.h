@@ -52,7 +52,7 @@ struct Session {
 
 struct Options {  // the command line
   std::string backend = "ucx", test = "bw", device, server;
-  size_t size = 0, iters = 0, window = 0, chunk = 0, bulk = 8 << 20, bulk_window = 0;
+  size_t size = 0, iters = 0, window = 0, chunk = 0, bulk = 8 << 20;
   int64_t warmup = -1;  // bw: untimed sends first; < 0: iters / 10
   bool all = false, json_out = false;
   double rate = 0;

@@ -24,16 +24,12 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   SchedulerOptions so;
   so.chunk_bytes = options.chunk_bytes;
   so.window_bytes = options.window_bytes;
-  so.bulk_window_bytes = options.bulk_window_bytes;
-  if (options.bulk_after_ms != 0) so.bulk_after = std::chrono::milliseconds(options.bulk_after_ms);
   so.rate_gbps = options.rate_gbps;
   so.max_queued = SIZE_MAX / 2;  // the channel enforces max_queued itself (see send())
   c->sched_ = std::make_unique<SendScheduler>(so);
   if (c->opts_.max_queued == 0) c->opts_.max_queued = kDefaultMaxQueuedOps;
   c->opts_.chunk_bytes = c->sched_->options().chunk_bytes;
   c->opts_.window_bytes = c->sched_->options().window_bytes;
-  c->opts_.bulk_window_bytes = c->sched_->options().bulk_window_bytes;
-  c->opts_.bulk_after_ms = static_cast<uint32_t>(c->sched_->options().bulk_after.count());
   std::weak_ptr<ContextImpl> weak = c;
   c->monitor_ = std::make_unique<PeerMonitor>(
       options.heartbeat_interval, options.peer_timeout, [weak](uint32_t peer, const Status& why) {

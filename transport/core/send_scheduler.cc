@@ -11,9 +11,6 @@ SchedulerOptions sanitized(SchedulerOptions o) {
   if (o.window_bytes == 0) o.window_bytes = kDefaultWindowBytes;
   if (!(o.rate_gbps >= 0)) o.rate_gbps = 0;  // negative or NaN: unpaced
   if (o.max_queued == 0) o.max_queued = kDefaultMaxQueuedOps;
-  if (o.bulk_window_bytes == 0) o.bulk_window_bytes = kDefaultBulkWindowBytes;
-  o.bulk_window_bytes = std::max(o.bulk_window_bytes, o.window_bytes);
-  if (o.bulk_after.count() < 0) o.bulk_after = kDefaultBulkAfter;
   return o;
 }
 
@@ -53,8 +50,6 @@ Status SendScheduler::enqueue(const SendRequest& request, Clock::time_point now)
   } else {
     free_slots_.pop_back();
   }
-  if (op_index_.size() == 1) stream_since_ = now;  // starting from idle: narrow window
-  noteStream(request.priority, now);
   Op& op = ops_[slot];
   op = Op{};
   op.op_id = request.op_id;
@@ -74,9 +69,8 @@ std::optional<Chunk> SendScheduler::next(Clock::time_point now, Clock::time_poin
   uint32_t slot = lanes_.front();
   Op& op = ops_[slot];
   size_t length = std::min(options_.chunk_bytes, op.bytes - op.sent);
-  noteStream(op.priority, now);
   // The window: a chunk always fits when nothing is in flight.
-  if (in_flight_ != 0 && in_flight_ + length > windowAt(now)) return std::nullopt;
+  if (in_flight_ != 0 && in_flight_ + length > options_.window_bytes) return std::nullopt;
   if (!bucket_.tryConsume(length, now, retry_at)) return std::nullopt;
 
   Chunk chunk{op.op_id, op.peer, op.priority, op.sent, length, op.sent + length == op.bytes};

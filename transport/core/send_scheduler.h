@@ -19,15 +19,6 @@
 //   cut goes next at the next chunk boundary. The window is enforced before a
 //   chunk is handed to the backend, so a newly urgent op waits behind at most
 //   window_bytes (+ one chunk when chunk_bytes > window_bytes) of older bytes.
-// - Streaming window: once every chunk handed out and every op enqueued for
-//   bulk_after has had one and the same priority, there is nothing to reorder
-//   and the window widens to bulk_window_bytes (a bulk or FIFO stream gets the
-//   pipelining of a large window). Any other priority (enqueued or cut), or an
-//   idle scheduler, narrows it again at once and restarts the clock. The bound
-//   above therefore holds for every op that arrives while priorities mix or
-//   within bulk_after of an idle start (a whole iteration's burst of sends);
-//   the first op more urgent than a stream that ran alone for bulk_after waits
-//   behind at most bulk_window_bytes (+ one chunk).
 // - The window always admits a chunk when nothing is in flight, even a chunk
 //   bigger than the window (no deadlock).
 // - Priorities order, they never gate: every queued op is sent eventually, in
@@ -59,16 +50,12 @@ namespace tictac::transport {
 
 // Defaults (see docs/perf.md "Transport scheduler" for the reasoning and the
 // measurements behind them). A 512 KiB chunk amortises a rendezvous handshake
-// per chunk (measured against 256 KiB and 1 MiB); a 1 MiB window bounds
-// priority inversion while priorities mix, the 4 MiB streaming window
-// (below) covers the bandwidth-delay product when one priority streams alone.
+// per chunk (measured against 256 KiB and 1 MiB); a 1 MiB window (2 chunks)
+// covers the bandwidth-delay product of loopback / shm links while bounding
+// priority inversion to 1 MiB.
 inline constexpr size_t kDefaultChunkBytes = size_t{512} * 1024;
 inline constexpr size_t kDefaultWindowBytes = size_t{1024} * 1024;
 inline constexpr size_t kDefaultMaxQueuedOps = 65536;
-// The streaming window and how long one priority must stream alone to get it
-// (docs/perf.md "Streaming window").
-inline constexpr size_t kDefaultBulkWindowBytes = size_t{4} * 1024 * 1024;
-inline constexpr std::chrono::milliseconds kDefaultBulkAfter{50};
 
 struct SchedulerOptions {
   size_t chunk_bytes = kDefaultChunkBytes;    // > 0; ops are cut into pieces of this size
@@ -76,10 +63,6 @@ struct SchedulerOptions {
   double rate_gbps = 0;                       // payload pacing in 10^9 bit/s; 0 = unpaced
   size_t max_queued = kDefaultMaxQueuedOps;   // ops with unsent bytes before kNoResource
   size_t burst_bytes = 0;                     // token-bucket depth; 0 = one chunk
-  // Streaming window (see Semantics); 0 = default, values below window_bytes
-  // are raised to it (bulk_window_bytes = window_bytes turns streaming off).
-  size_t bulk_window_bytes = kDefaultBulkWindowBytes;
-  std::chrono::milliseconds bulk_after = kDefaultBulkAfter;  // < 0: default
 };
 
 // One tensor send. op_id must be unique among the ops the scheduler still knows.
@@ -154,17 +137,11 @@ class SendScheduler {
 
   size_t inFlightBytes() const { return in_flight_; }
   // False when next() would certainly return nullopt without looking at the
-  // clock: nothing queued, or bulk_window_bytes are in flight (only an
+  // clock: nothing queued, or the window holds at least window_bytes (only an
   // ack() or enqueue() can change that; a 0-byte chunk then waits for the ack
   // too). Lets an idle or window-bound caller skip the clock read.
   bool mayAdmit() const {
-    return lanes_.size() > 0 && (in_flight_ == 0 || in_flight_ < options_.bulk_window_bytes);
-  }
-  // The window in effect for the next chunk at `now` (window_bytes, or
-  // bulk_window_bytes while one priority streams alone; see Semantics).
-  size_t windowAt(Clock::time_point now) const {
-    return now - stream_since_ >= options_.bulk_after ? options_.bulk_window_bytes
-                                                      : options_.window_bytes;
+    return lanes_.size() > 0 && (in_flight_ == 0 || in_flight_ < options_.window_bytes);
   }
   size_t queuedOps() const { return lanes_.size(); }    // ops with unsent bytes
   size_t knownOps() const { return op_index_.size(); }  // queued or awaiting acks
@@ -189,13 +166,6 @@ class SendScheduler {
 
   void forget(uint32_t slot);
   uint32_t counterIndex(uint32_t priority);
-  // Restarts the streaming clock unless `priority` continues the stream.
-  void noteStream(uint32_t priority, Clock::time_point now) {
-    if (priority != stream_priority_) {
-      stream_priority_ = priority;
-      stream_since_ = now;
-    }
-  }
 
   SchedulerOptions options_;
   PriorityLanes<uint32_t> lanes_;  // op slots with unsent bytes
@@ -206,8 +176,6 @@ class SendScheduler {
   std::vector<std::pair<uint32_t, PriorityCounters>> levels_;
   TokenBucket bucket_;
   size_t in_flight_ = 0;
-  uint32_t stream_priority_ = 0;
-  Clock::time_point stream_since_ = Clock::time_point::max();  // not streaming
 };
 
 }  // namespace tictac::transport

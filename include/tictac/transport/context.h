@@ -42,12 +42,6 @@ struct ContextOptions {
   // Scheduler knobs (0 = library default, see docs/transport.md).
   size_t chunk_bytes = 0;
   size_t window_bytes = 0;
-  // Streaming window: once one priority has streamed alone for bulk_after_ms,
-  // up to bulk_window_bytes may be in flight (nothing to reorder); any other
-  // priority narrows it back to window_bytes at once. 0 = defaults (4 MiB,
-  // 50 ms); bulk_window_bytes <= window_bytes turns it off.
-  size_t bulk_window_bytes = 0;
-  uint32_t bulk_after_ms = 0;
   double rate_gbps = 0;      // payload pacing; 0 = unpaced
   size_t max_queued = 0;     // sends queued (not yet started) before kNoResource
   Priority default_priority = 1u << 31;  // when send() has no priority and no hint
