@@ -25,7 +25,8 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
                                                         {"write_queue_bytes", "0"},
                                                         {"write_piece_bytes", "2147483648"},
                                                         {"idle_spin_us", "20000000"},
-                                                        {"idle_spin_us", "x"}}) {
+                                                        {"idle_spin_us", "x"},
+                                                        {"repost_batch", "0"}}) {
     ContextOptions o = verbsLoOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);
@@ -79,6 +80,55 @@ TEST(VerbsDataPath, TinyWritePiecesAndBudgetKeepDataIntact) {
   }
   for (size_t i = 0; i < sizes.size(); ++i) {
     expectDelivered(p, ts[i], src[i].data(), dst[i].data(), sizes[i]);
+  }
+}
+
+// Receive buffers are reposted in batches and small messages are posted
+// straight from send() when nothing is queued: with 8 receive buffers
+// (reposted 2 at a time) and 8 send-queue entries, ping-pongs, bursts of more
+// eager messages than either queue holds (backlog, receiver-not-ready
+// retries) and unexpected arrivals all land intact, in both directions.
+TEST(VerbsDataPath, SmallQueuesAndBatchedRepostsKeepEagerMessagesIntact) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Pair p = makePair("verbs", false, [](ContextOptions& o) {
+    o.backend_config["rq_depth"] = "8";
+    o.backend_config["sq_depth"] = "8";
+    o.backend_config["repost_batch"] = "16";  // capped at rq_depth / 4 = 2
+  });
+  for (size_t len : {size_t{8}, size_t{4096}}) {
+    std::vector<char> ping(len), pong(len), in_b(len), in_a(len);
+    for (uint64_t i = 0; i < 100; ++i) {  // a -> b, then b -> a, as tictac-perf --test lat
+      fillPattern(ping.data(), len, i);
+      fillPattern(pong.data(), len, i + 1000);
+      auto e = p.ba->expect({i, 1, ""}, in_b.data(), len);
+      auto back = p.ab->expect({i, 2, ""}, in_a.data(), len);
+      auto s = p.ab->send({i, 1, ""}, ping.data(), len);
+      ASSERT_TRUE(e && back && s) << i;
+      ASSERT_TRUE(driveUntilDone(p, {e.value()})) << len << " " << i;
+      auto r = p.ba->send({i, 2, ""}, pong.data(), len);
+      ASSERT_TRUE(r) << i;
+      ASSERT_TRUE(driveUntilDone(p, {back.value(), s.value(), r.value()})) << len << " " << i;
+      ASSERT_TRUE(e.value()->status().isOk() && back.value()->status().isOk());
+      ASSERT_EQ(checksum(ping.data(), len), checksum(in_b.data(), len)) << len << " " << i;
+      ASSERT_EQ(checksum(pong.data(), len), checksum(in_a.data(), len)) << len << " " << i;
+    }
+    constexpr size_t kBurst = 40;  // > sq_depth and > rq_depth
+    std::vector<std::vector<char>> src(kBurst, std::vector<char>(len)), dst = src;
+    std::vector<Transfer> ts;
+    for (size_t i = 0; i < kBurst; ++i) fillPattern(src[i].data(), len, i + 77);
+    for (size_t i = 0; i < kBurst; ++i) {  // every other one unexpected until the end
+      Transfer t;
+      t.send = p.ab->send({i, 3, ""}, src[i].data(), len);
+      if (i % 2 == 0) t.expect = p.ba->expect({i, 3, ""}, dst[i].data(), len);
+      ts.push_back(std::move(t));
+    }
+    spin(p, 200);
+    for (size_t i = 1; i < kBurst; i += 2)
+      ts[i].expect = p.ba->expect({i, 3, ""}, dst[i].data(), len);
+    for (size_t i = 0; i < kBurst; ++i) {
+      ASSERT_NO_FATAL_FAILURE(expectDelivered(p, ts[i], src[i].data(), dst[i].data(), len))
+          << len << " " << i;
+    }
   }
 }
 

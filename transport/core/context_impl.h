@@ -168,6 +168,10 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   explicit ContextImpl(const ContextOptions& options);
   OpHandle newHandle(uint64_t id);
   void drainSubmissions();
+  // Caller-driven contexts (no progress thread): starts `s` in the calling
+  // thread when the core is free (after any queued submissions, which keep
+  // their order); false when the progress thread or another caller holds it.
+  bool startNow(Submission& s);
   void startSend(Submission& s);
   void startExpect(Submission& s);
   void handleLostPeers();

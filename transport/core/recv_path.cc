@@ -39,7 +39,8 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   Peer& peer = peers_[h.src_peer];
   uint64_t rkey = h.op_id ^ (uint64_t{h.src_peer} << 48);
   bool in_place = in.data != nullptr || h.length == 0;
-  if (auto rj = rejected_.find(rkey); rj != rejected_.end()) {  // dropped, but acked
+  auto rj = rejected_.empty() ? rejected_.end() : rejected_.find(rkey);
+  if (rj != rejected_.end()) {  // dropped, but acked
     peer.acks.push_back({h.op_id, h.offset, h.length});
     if (!in_place) in.retain_into = &release_after_ctrl_.emplace_back(nullptr);
     if (h.flags & wire::kFlagLast) rejected_.erase(rj);

@@ -36,9 +36,11 @@ Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const vo
   }
   uint64_t id = next_id_++;
   OpHandle h = newHandle(id);
+  Submission s{true, id, peer, key, const_cast<char*>(static_cast<const char*>(buf)),
+               len, p, std::move(cb), h};
+  if (startNow(s)) return h;
   std::lock_guard<std::mutex> lock(sub_mu_);
-  subs_.push_back(Submission{true, id, peer, key, const_cast<char*>(static_cast<const char*>(buf)),
-                             len, p, std::move(cb), h});
+  subs_.push_back(std::move(s));
   sub_pending_.store(true, std::memory_order_release);
   return h;
 }
@@ -51,11 +53,30 @@ Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* 
   }
   uint64_t id = next_id_++;
   OpHandle h = newHandle(id);
+  Submission s{false, id, peer, key, static_cast<char*>(dst), len, 0, std::move(cb), h};
+  if (startNow(s)) return h;
   std::lock_guard<std::mutex> lock(sub_mu_);
-  subs_.push_back(
-      Submission{false, id, peer, key, static_cast<char*>(dst), len, 0, std::move(cb), h});
+  subs_.push_back(std::move(s));
   sub_pending_.store(true, std::memory_order_release);
   return h;
+}
+
+bool ContextImpl::startNow(Submission& s) {
+  // Skips the submission queue (a lock, a copy, a swap and a later pass):
+  // the op only enters the core's tables and the scheduler here, as
+  // drainSubmissions() would do it; chunks leave in the next progress(), so
+  // back-to-back sends still reach the scheduler before any is posted, and
+  // completions (failures included) still run only from progress().
+  if (opts_.progress_thread) return false;
+  std::unique_lock<std::mutex> lock(core_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
+  if (s.is_send) {
+    startSend(s);
+  } else {
+    startExpect(s);
+  }
+  return true;
 }
 
 void ContextImpl::drainSubmissions() {

@@ -62,6 +62,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
        {parseU32(options, "eager_bytes", min_recv, 1u << 20, &tune_.recv_bytes),
         parseU32(options, "sq_depth", 8, 16384, &tune_.sq_depth),
         parseU32(options, "rq_depth", 8, 16384, &tune_.rq_depth),
+        parseU32(options, "repost_batch", 1, 16384, &tune_.repost_batch),
         parseU32(options, "traffic_class", 0, 255, &tc), parseU32(options, "sl", 0, 15, &sl),
         parseU32(options, "idle_spins", 0, 1u << 30, &tune_.idle_spins),
         parseU32(options, "idle_spin_us", 0, 10000000, &tune_.idle_spin_us),
@@ -257,6 +258,7 @@ void VerbsBackend::removePeer(PeerId peer) {
 void VerbsBackend::killConn(Conn& c, const Status& why) {
   if (c.dead) return;
   c.dead = true;
+  reap_ = true;
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_ERR;
   (void)ibv_modify_qp(c.qp, &at, IBV_QP_STATE);

@@ -33,6 +33,10 @@ struct Tuning {
   uint32_t recv_bytes = 8192;  // receive buffer = largest SEND message
   uint32_t sq_depth = 256;
   uint32_t rq_depth = 512;  // a peer's RTSs and WRITE-WITH-IMMs each take one; RNR costs a jiffy
+  // Consumed receive buffers are reposted in one ibv_post_recv chain once this
+  // many are free (at most rq_depth / 4): a message's processing then pays
+  // no post_recv, and at least rq_depth - repost_batch buffers stay posted.
+  uint32_t repost_batch = 16;
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
   uint32_t idle_spins = 64;       // idle progress() calls before one blocks...
@@ -91,9 +95,10 @@ class VerbsBackend final : public Backend {
     ibv_mr* rmr = nullptr;
     ibv_mr* smr = nullptr;
     std::vector<uint32_t> free_slots;
-    std::deque<uint64_t> backlog;   // work ids of SENDs (posted first)
-    std::deque<uint64_t> wbacklog;  // work ids of WRITEs (posted within write_queue)
-    size_t wbytes = 0;              // WRITE bytes posted, not completed
+    std::vector<uint32_t> to_repost;  // consumed receive buffers not yet reposted
+    std::deque<uint64_t> backlog;     // work ids of SENDs (posted first)
+    std::deque<uint64_t> wbacklog;    // work ids of WRITEs (posted within write_queue)
+    size_t wbytes = 0;                // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
     bool connected = false, dead = false, reported = false;
@@ -165,7 +170,10 @@ class VerbsBackend final : public Backend {
   void destroyConn(Conn& c);
   Conn* connOf(PeerId peer);
   Conn* connByQpn(uint32_t qpn);
+  uint64_t allocWork();  // a live slot of works_ (contents left to the caller)
   uint64_t queueWork(Conn& c, Work w);
+  bool postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data,
+                     uint64_t token);
   void freeWork(uint64_t id);
   bool inFlight() const;  // posted work or a rendezvous not yet completed
   void flush(Conn& c);
@@ -173,6 +181,8 @@ class VerbsBackend final : public Backend {
   Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
   void queueWrite(Conn& c, RndvSendArgs a);
   void repost(Conn& c, uint32_t index);
+  // Reposts c.to_repost in one chain (all of them: the rest of an error).
+  void repostBatch(Conn& c);
   void onCompletion(const ibv_wc& wc);
   void onSendCompletion(const ibv_wc& wc);
   void onRecv(Conn& c, const ibv_wc& wc);
@@ -207,6 +217,9 @@ class VerbsBackend final : public Backend {
   uint64_t idle_since_ns_ = 0;  // when the idle stretch reached idle_spins calls
   uint64_t idle_ns_ = 0;        // idle since then (updated every 16th call)
   bool armed_ = false;
+  // progress() walks the connections only when one may need it: a backlog
+  // left by flush(), or a dead QP to destroy once flushed (killConn).
+  bool backlogged_ = false, reap_ = false;
   Stats stats_;  // TICTAC_VERBS_STATS=1
 };
 

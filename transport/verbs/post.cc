@@ -11,7 +11,6 @@
 namespace tictac::transport::verbs {
 
 namespace {
-constexpr size_t kInlineBuf = 512;  // largest inline SEND built on the stack
 
 Status peerGone(PeerId peer) {
   return {StatusCode::kPeerLost, "verbs: no live connection to peer " + std::to_string(peer)};
@@ -43,6 +42,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   mh.len = len;
   if (sizeof(MsgHdr) + header.size() + len <= c->send_bytes) {
     mh.kind = static_cast<uint8_t>(MsgKind::kEager);
+    if (postInlineNow(*c, mh, header, data, token)) return Status::ok();
     Work w = makeMsg(*c, mh, header, data);
     w.token = token;
     w.report = true;
@@ -101,16 +101,9 @@ void VerbsBackend::queueWrite(Conn& c, RndvSendArgs a) {
 }
 
 uint64_t VerbsBackend::queueWork(Conn& c, Work w) {
-  uint64_t id;
-  if (!free_works_.empty()) {
-    id = free_works_.back();
-    free_works_.pop_back();
-    works_[id] = w;
-  } else {
-    id = works_.size();
-    works_.push_back(w);
-  }
-  works_[id].live = true;
+  uint64_t id = allocWork();
+  w.live = true;
+  works_[id] = w;
   (w.kind == Work::kWrite ? c.wbacklog : c.backlog).push_back(id);
   flush(c);
   return id;
@@ -151,6 +144,7 @@ void VerbsBackend::flush(Conn& c) {
       q->pop_front();
     }
   }
+  if (!c.backlog.empty() || !c.wbacklog.empty()) backlogged_ = true;
   if (stats_.on && !c.backlog.empty()) ++stats_.backlog_waits;
 }
 
@@ -205,6 +199,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
       stats_.cts_out_max_ns = std::max(stats_.cts_out_max_ns, d);
     }
     if ((wr.send_flags & IBV_SEND_INLINE) != 0) ++stats_.inline_sends;
+    if (w.kind == Work::kMsg) stats_.onMsgPosted(w.posted_ns);
   }
   if (slot >= 0) c.free_slots.pop_back();
   w.slot = slot;

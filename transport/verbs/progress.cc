@@ -11,10 +11,6 @@
 
 namespace tictac::transport::verbs {
 
-namespace {
-constexpr uint64_t kRecvBit = uint64_t{1} << 63;
-}  // namespace
-
 void VerbsBackend::repost(Conn& c, uint32_t index) {
   ibv_sge sge{};
   sge.addr = reinterpret_cast<uintptr_t>(c.rbuf.data() + size_t{index} * tune_.recv_bytes);
@@ -67,6 +63,9 @@ unsigned VerbsBackend::progress() {
     // ksoftirqd) and a peer on the same CPU get it now, not at the next tick.
     ::sched_yield();
   } else if (idle && tune_.idle_block_us > 0) {
+    for (auto& [qpn, c] : conns_) {  // every buffer posted before a sleep
+      if (!c->to_repost.empty() && !c->dead) repostBatch(*c);
+    }
     idle_ = 0;
     idle_ns_ = 0;
     if (arm()) {  // nothing pending: sleep on the CQ channel instead of spinning
@@ -94,20 +93,29 @@ unsigned VerbsBackend::progress() {
     if (got > 0) n += static_cast<unsigned>(got);
     if (got < 32) break;
   }
-  for (auto& [qpn, c] : conns_) {
-    if (!c->backlog.empty() || !c->wbacklog.empty()) flush(*c);
+  if (backlogged_) {  // flush() sets it again for a Conn that keeps a backlog
+    backlogged_ = false;
+    for (auto& [qpn, c] : conns_) {
+      if (!c->backlog.empty() || !c->wbacklog.empty()) flush(*c);
+    }
   }
   for (auto& [peer, st] : pending_peer_errors_) events_->onPeerError(peer, st);
   n += static_cast<unsigned>(pending_peer_errors_.size());
   pending_peer_errors_.clear();
-  n += deliverDeferred(sends_done_, recvs_done_, events_);
-  for (auto it = conns_.begin(); it != conns_.end();) {  // flushed dead QPs go away
-    Conn& c = *it->second;
-    if (c.dead && c.sq_used == 0 && c.rq_posted == 0) {
-      destroyConn(c);
-      it = conns_.erase(it);
-    } else {
-      ++it;
+  if (!sends_done_.empty() || !recvs_done_.empty()) {
+    n += deliverDeferred(sends_done_, recvs_done_, events_);
+  }
+  if (reap_) {
+    reap_ = false;
+    for (auto it = conns_.begin(); it != conns_.end();) {  // flushed dead QPs go away
+      Conn& c = *it->second;
+      if (c.dead && c.sq_used == 0 && c.rq_posted == 0) {
+        destroyConn(c);
+        it = conns_.erase(it);
+      } else {
+        reap_ |= c.dead;
+        ++it;
+      }
     }
   }
   if (n != 0) {
@@ -136,7 +144,10 @@ void VerbsBackend::onCompletion(const ibv_wc& wc) {
     return;
   }
   if (!c->dead) onRecv(*c, wc);
-  if (!c->dead) repost(*c, static_cast<uint32_t>(wc.wr_id & 0xffffffffu));
+  if (c->dead) return;
+  c->to_repost.push_back(static_cast<uint32_t>(wc.wr_id & 0xffffffffu));
+  uint32_t batch = std::max<uint32_t>(1, std::min(tune_.repost_batch, tune_.rq_depth / 4));
+  if (c->to_repost.size() >= batch) repostBatch(*c);
 }
 
 void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
@@ -200,6 +211,7 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
                                     mh.hdr_len);
   switch (static_cast<MsgKind>(mh.kind)) {
     case MsgKind::kEager: {
+      if (stats_.on && stats_.recv_polled_ns == 0) stats_.recv_polled_ns = Stats::nowNs();
       Incoming in;
       in.length = mh.len;
       in.data = buf + sizeof(MsgHdr) + mh.hdr_len;

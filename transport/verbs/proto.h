@@ -54,5 +54,9 @@ static_assert(sizeof(MsgHdr) == 40, "message header layout");
 
 // Largest core header the backend carries.
 inline constexpr size_t kMaxCoreHeader = 128;
+// Local, not on the wire: the wr_id bit of receive work requests, and the
+// largest inline SEND built on the stack.
+inline constexpr uint64_t kRecvBit = uint64_t{1} << 63;
+inline constexpr size_t kInlineBuf = 512;
 
 }  // namespace tictac::transport::verbs

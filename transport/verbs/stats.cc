@@ -22,6 +22,7 @@ void Stats::init() {
 
 void Stats::onProgressEnter(uint64_t now) {
   ++progress_calls;
+  if (first_enter_ns == 0) first_enter_ns = now;
   if (last_return_ns != 0 && now > last_return_ns) {
     uint64_t gap = now - last_return_ns;
     if (gap > 1000000) ++gaps_over_1ms;
@@ -64,6 +65,15 @@ void Stats::onWriteDone(uint64_t now, bool waiting) {
   if (writes_in_flight > 0 && --writes_in_flight == 0 && waiting) bubble_since_ns = now;
 }
 
+void Stats::onMsgPosted(uint64_t now) {
+  if (recv_polled_ns == 0 || now < recv_polled_ns) return;
+  uint64_t d = now - recv_polled_ns;
+  recv_polled_ns = 0;
+  ++turns;
+  turn_ns += d;
+  if (d > turn_max_ns) turn_max_ns = d;
+}
+
 void Stats::print(const char* who) const {
   if (!on) return;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
@@ -73,10 +83,12 @@ void Stats::print(const char* who) const {
       "\"sleep_timeouts\":%llu,\"sleep_us\":%.0f,\"sleep_max_us\":%.0f,"
       "\"gaps_over_1ms\":%llu,\"gap_max_us\":%.0f,\"send_cqes\":%llu,\"recv_cqes\":%llu,"
       "\"send_mean_us\":%.1f,\"send_max_us\":%.0f,\"sends_over_1ms\":%llu,"
-      "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"cts\":%llu,\"cts_mean_us\":%.1f,"
+      "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"direct_sends\":%llu,\"cts\":%llu,\"cts_mean_"
+      "us\":%.1f,"
       "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
       "\"rts_pending_max\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
-      "\"cts_out_max_us\":%.0f}\n",
+      "\"cts_out_max_us\":%.0f,\"turns\":%llu,\"turn_mean_us\":%.2f,\"turn_max_us\":%.0f,"
+      "\"pass_mean_us\":%.3f}\n",
       who, static_cast<unsigned long long>(progress_calls), static_cast<unsigned long long>(sleeps),
       static_cast<unsigned long long>(sleep_timeouts), us(sleep_ns), us(sleep_max_ns),
       static_cast<unsigned long long>(gaps_over_1ms), us(gap_max_ns),
@@ -84,13 +96,19 @@ void Stats::print(const char* who) const {
       send_cqes ? us(send_ns) / static_cast<double>(send_cqes) : 0.0, us(send_max_ns),
       static_cast<unsigned long long>(sends_over_1ms),
       static_cast<unsigned long long>(backlog_waits), static_cast<unsigned long long>(inline_sends),
-      static_cast<unsigned long long>(cts), cts ? us(cts_ns) / static_cast<double>(cts) : 0.0,
-      us(cts_max_ns), static_cast<unsigned long long>(bubbles), us(bubble_ns),
+      static_cast<unsigned long long>(direct_sends), static_cast<unsigned long long>(cts),
+      cts ? us(cts_ns) / static_cast<double>(cts) : 0.0, us(cts_max_ns),
+      static_cast<unsigned long long>(bubbles), us(bubble_ns),
       rts ? static_cast<double>(rts_pending_sum) / static_cast<double>(rts) : 0.0,
       static_cast<unsigned long long>(rts_pending_max),
       wq_posts ? static_cast<double>(wq_sum) / static_cast<double>(wq_posts) : 0.0,
       static_cast<unsigned long long>(cts_out),
-      cts_out ? us(cts_out_ns) / static_cast<double>(cts_out) : 0.0, us(cts_out_max_ns));
+      cts_out ? us(cts_out_ns) / static_cast<double>(cts_out) : 0.0, us(cts_out_max_ns),
+      static_cast<unsigned long long>(turns),
+      turns ? us(turn_ns) / static_cast<double>(turns) : 0.0, us(turn_max_ns),
+      progress_calls && last_return_ns > first_enter_ns
+          ? us(last_return_ns - first_enter_ns) / static_cast<double>(progress_calls)
+          : 0.0);
 }
 
 }  // namespace tictac::transport::verbs

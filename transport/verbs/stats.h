@@ -24,6 +24,7 @@ struct Stats {
   uint64_t send_ns = 0, send_max_ns = 0, sends_over_1ms = 0;  // post -> CQE
   uint64_t backlog_waits = 0;  // work that could not be posted at once
   uint64_t inline_sends = 0;   // SENDs posted with IBV_SEND_INLINE
+  uint64_t direct_sends = 0;   // ... of which posted at once by post() (no backlog pass)
   // Rendezvous sender: kRts queued -> its kCts arrived, and the stretches in
   // which no RDMA WRITE was in flight while a transfer waited for its kCts
   // (the wire idles on the handshake: a pipeline bubble).
@@ -34,6 +35,10 @@ struct Stats {
   uint64_t rts = 0, rts_pending_sum = 0, rts_pending_max = 0, wq_sum = 0, wq_posts = 0;
   // Rendezvous receiver: kRts polled -> its kCts posted.
   uint64_t cts_out = 0, cts_out_ns = 0, cts_out_max_ns = 0;
+  // Turnaround: an eager message's receive completion polled -> the next
+  // SEND posted (a ping-pong server's answer: the user-space path per message).
+  uint64_t turns = 0, turn_ns = 0, turn_max_ns = 0, recv_polled_ns = 0;
+  uint64_t first_enter_ns = 0;  // first progress() call (mean pass = span / calls)
   uint32_t writes_in_flight = 0;
   uint64_t bubble_since_ns = 0;  // 0: no bubble open
   uint64_t last_return_ns = 0;
@@ -48,6 +53,8 @@ struct Stats {
   void onWritePosted(uint64_t now);
   // A WRITE completed; `waiting`: a transfer still awaits its kCts.
   void onWriteDone(uint64_t now, bool waiting);
+  // A SEND was posted at `now` (closes a turnaround opened by a receive).
+  void onMsgPosted(uint64_t now);
   // One JSON line on stderr (when on).
   void print(const char* who) const;
 };
