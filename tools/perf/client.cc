@@ -17,7 +17,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   uint64_t warmup = o.warmup >= 0 ? static_cast<uint64_t>(o.warmup) : iters / 10;
   RunConfig cfg{kBw, 0, size, warmup + iters, 0};
   if (Status st = sendConfig(s, cfg); !st) return {{"error", st.toString()}};
-  std::vector<char> buf(size, 'x');
+  Buffer buf(size, 'x');
   std::vector<Clock::time_point> posted(warmup + iters);
   std::vector<double> lat;
   lat.reserve(iters);
@@ -57,7 +57,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
 json runLat(Session& s, const Options& o, size_t size, uint64_t iters) {
   RunConfig cfg{kLat, 0, size, iters, 0};
   if (Status st = sendConfig(s, cfg); !st) return {{"error", st.toString()}};
-  std::vector<char> out(size, 'p'), in(size);
+  Buffer out(size, 'p'), in(size, 0);
   std::vector<double> half;
   auto t0 = Clock::now();
   for (uint64_t i = 0; i < iters; ++i) {
@@ -94,7 +94,7 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
     urgent_ch = s.ch2.get();
   }
   Priority hi_prio = mode == kFifo ? 100 : 1, lo_prio = 100;
-  std::vector<char> hbuf(size, 'u'), lbuf(o.bulk, 'b');
+  Buffer hbuf(size, 'u'), lbuf(o.bulk, 'b');
   std::vector<Clock::time_point> sent(iters);
   std::vector<double> half;
   uint64_t replies = 0, posted = 0, bulk_posted = 0, bulk_done = 0, bulk_bytes = 0;

@@ -1,9 +1,25 @@
 // tictac-perf: shared helpers (percentiles, expect ring, config, table rows).
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include "tools/perf/perf.h"
 
 namespace tictac::perf {
+
+Buffer::Buffer(size_t size, char fill) : size_(size) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  size_t rounded = (std::max<size_t>(size, 1) + kHuge - 1) / kHuge * kHuge;
+  data_ = static_cast<char*>(std::aligned_alloc(kHuge, rounded));
+  if (data_ == nullptr) throw std::bad_alloc();
+  (void)::madvise(data_, rounded, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+  std::memset(data_, fill, rounded);
+}
+
+Buffer::~Buffer() { std::free(data_); }
 
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -12,7 +12,7 @@ int serve(Session& s, transport::Listener& listener) {
     auto e = s.ch->expect({kConfigId, s.run, ""}, &cfg, sizeof(cfg));
     if (!e || !s.wait(e.value())) return 1;
     if (cfg.test == kQuit) return 0;
-    std::vector<char> buf(cfg.size), bulk(cfg.bulk);
+    Buffer buf(cfg.size, 0), bulk(cfg.bulk, 0);
     if (cfg.test == kBw) {
       ExpectRing ring{s.ch.get(), 0, cfg.iters, 0, 0, s.run, &buf, {}};
       while (ring.done < cfg.iters) {
