@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
                  "one second of data at the measured rate)");
   app.add_option("--warmup", o.warmup, "bw: untimed sends before timing, as perftest does "
                  "(default: a tenth of -n)")->check(CLI::NonNegativeNumber);
+  bool no_huge = false;
+  app.add_flag("--no-huge-pages", no_huge, "allocate the benchmark's buffers on 4 KiB pages "
+               "(default: 2 MiB aligned, advised to use transparent huge pages)");
   app.add_option("--window", window_s, "scheduler window, bytes in flight (default: library's)");
   app.add_option("--chunk", chunk_s, "scheduler chunk size in bytes (default: library's)");
   app.add_option("--bulk-size", bulk_s, "prio: bulk tensor size (default 8 MiB)");
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("SERVER", o.server, "server host name or address (client mode)");
   try {
     app.parse(argc, argv);
+    Buffer::huge_pages = !no_huge;
     if (!size_s.empty()) o.size = parseSize(size_s);
     if (!window_s.empty()) o.window = parseSize(window_s);
     if (!chunk_s.empty()) o.chunk = parseSize(chunk_s);

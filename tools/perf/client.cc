@@ -48,7 +48,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   double us = sinceUs(t0, Clock::now());
   s.run++;
   return {{"test", "bw"}, {"backend", o.backend}, {"size", size}, {"iters", iters},
-          {"warmup", warmup},
+          {"warmup", warmup}, {"huge_pages", Buffer::huge_pages},
           {"bw_gbps", static_cast<double>(size) * static_cast<double>(iters) * 8e-3 / us},
           {"msg_rate_mpps", static_cast<double>(iters) / us}, {"lat_us", latJson(lat)},
           {"window", window}, {"chunk", s.ctx[0]->options().chunk_bytes}};

@@ -15,7 +15,9 @@ Buffer::Buffer(size_t size, char fill) : size_(size) {
   size_t rounded = (std::max<size_t>(size, 1) + kHuge - 1) / kHuge * kHuge;
   data_ = static_cast<char*>(std::aligned_alloc(kHuge, rounded));
   if (data_ == nullptr) throw std::bad_alloc();
-  (void)::madvise(data_, rounded, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+  // Advice only: 4 KiB pages if refused. NOHUGEPAGE for --no-huge-pages, so
+  // THP=always kernels give 4 KiB pages too.
+  (void)::madvise(data_, rounded, huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   std::memset(data_, fill, rounded);
 }
 

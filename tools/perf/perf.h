@@ -63,8 +63,10 @@ struct Options {  // the command line
 // advised to use transparent huge pages (as frameworks' caching allocators
 // and UCX's own allocations get), so a shm (CMA) copy or a registration walks
 // 2 MiB pages instead of 4 KiB ones. Not copyable.
+// `huge_pages` false (--no-huge-pages): plain 4 KiB pages, no advice.
 class Buffer {
  public:
+  static inline bool huge_pages = true;
   Buffer(size_t size, char fill);
   ~Buffer();
   Buffer(const Buffer&) = delete;
