@@ -36,8 +36,8 @@ Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const vo
   }
   uint64_t id = next_id_++;
   OpHandle h = newHandle(id);
-  Submission s{true, id, peer, key, const_cast<char*>(static_cast<const char*>(buf)),
-               len, p, std::move(cb), h};
+  char* src = const_cast<char*>(static_cast<const char*>(buf));
+  Submission s{true, id, peer, key, src, len, p, std::move(cb), h};
   if (startNow(s)) return h;
   std::lock_guard<std::mutex> lock(sub_mu_);
   subs_.push_back(std::move(s));
