@@ -43,12 +43,26 @@ void ExpectRing::fill(uint64_t depth) {
   while (next < count && next - done < depth) {
     uint64_t i = next++;
     auto e = ch->expect({base + i, it, ""}, buf->data(), buf->size(), [this, i](const Status& s) {
-      if (!s) std::fprintf(stderr, "tictac-perf: receive failed: %s\n", s.toString().c_str());
       done++;
+      if (s.code() == transport::StatusCode::kCanceled) return;  // finish()
+      if (!s) std::fprintf(stderr, "tictac-perf: receive failed: %s\n", s.toString().c_str());
       if (on_done) on_done(i);
     });
-    if (!e) std::fprintf(stderr, "tictac-perf: expect: %s\n", e.status().toString().c_str());
+    if (!e) {
+      std::fprintf(stderr, "tictac-perf: expect: %s\n", e.status().toString().c_str());
+      continue;
+    }
+    pending.push_back(e.value());
+    while (!pending.empty() && pending.front()->done()) pending.pop_front();
   }
+}
+
+void ExpectRing::finish(Session& s) {
+  for (auto& h : pending) {
+    if (!h->done()) (void)ch->cancel(h);
+  }
+  for (auto& h : pending) (void)s.wait(h);
+  pending.clear();
 }
 
 Status sendConfig(Session& s, const RunConfig& cfg) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -91,8 +92,12 @@ struct ExpectRing {
   uint32_t it;
   Buffer* buf;
   std::function<void(uint64_t)> on_done;
+  std::deque<transport::OpHandle> pending;  // posted, oldest first (done ones pruned)
   // Posts expects until `depth` are outstanding (or all `count` were posted).
   void fill(uint64_t depth);
+  // Cancels the expects still outstanding and progresses until every one has
+  // completed, so no callback runs after the ring (or buf) is gone.
+  void finish(Session& s);
 };
 
 // Sends the run's config tensor and waits for its completion.

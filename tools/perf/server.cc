@@ -14,18 +14,23 @@ int serve(Session& s, transport::Listener& listener) {
     if (cfg.test == kQuit) return 0;
     Buffer buf(cfg.size, 0), bulk(cfg.bulk, 0);
     if (cfg.test == kBw) {
-      ExpectRing ring{s.ch.get(), 0, cfg.iters, 0, 0, s.run, &buf, {}};
+      ExpectRing ring{s.ch.get(), 0, cfg.iters, 0, 0, s.run, &buf, {}, {}};
       while (ring.done < cfg.iters) {
         ring.fill(256);
         s.progress();
       }
+      ring.finish(s);
     } else if (cfg.test == kLat) {
+      transport::OpHandle out;
       for (uint64_t i = 0; i < cfg.iters; ++i) {
         auto in = s.ch->expect({i, s.run, ""}, buf.data(), buf.size());
         if (!in || !s.wait(in.value())) return 1;
-        auto out = s.ch->send({i, s.run, ""}, buf.data(), buf.size(), 0);
-        if (!out) return 1;
+        if (out && !s.wait(out)) return 1;  // the previous echo left buf: reuse it
+        auto sent = s.ch->send({i, s.run, ""}, buf.data(), buf.size(), 0);
+        if (!sent) return 1;
+        out = sent.value();
       }
+      if (out && !s.wait(out)) return 1;  // buf is freed below: the last echo must be done
     } else if (cfg.test == kPrio) {
       if (cfg.mode == kIsolated) {
         auto c2 = listener.accept(std::chrono::seconds(10));
@@ -37,9 +42,10 @@ int serve(Session& s, transport::Listener& listener) {
       ExpectRing hi{urgent_ch, kUrgent, cfg.iters, 0, 0, run, &buf,
                     [urgent_ch, run](uint64_t i) {  // the 0-byte reply, from the completion
                       (void)urgent_ch->send({kReply + i, run, ""}, nullptr, 0, 0);
-                    }};
+                    },
+                    {}};
       uint64_t bulk_total = UINT64_MAX;
-      ExpectRing lo{s.ch.get(), kBulk, UINT64_MAX, 0, 0, run, &bulk, {}};
+      ExpectRing lo{s.ch.get(), kBulk, UINT64_MAX, 0, 0, run, &bulk, {}, {}};
       auto de = s.ch->expect({kDone, run, ""}, &bulk_total, sizeof(bulk_total));
       if (!de) return 1;
       while (!(de.value()->done() && lo.done >= bulk_total && hi.done == cfg.iters)) {
@@ -48,6 +54,8 @@ int serve(Session& s, transport::Listener& listener) {
         if (de.value()->done()) lo.count = bulk_total;
         s.progress();
       }
+      hi.finish(s);  // lo may hold expects beyond the bulk the client sent
+      lo.finish(s);
       auto fin = s.ch->send({kDone, run, ""}, nullptr, 0, 0);
       if (!fin || !s.wait(fin.value())) return 1;
       if (s.ch2) s.ch2->close();
