@@ -1,5 +1,5 @@
-// Unit tests of SendScheduler and TokenBucket. Deterministic: every time point
-// is injected, nothing depends on the wall clock.
+// Unit tests of SendScheduler (TokenBucket's own are in token_bucket_test.cc).
+// Deterministic: every time point is injected, nothing depends on the wall clock.
 #include "transport/core/send_scheduler.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 #include <limits>
 #include <vector>
 
-#include "transport/core/token_bucket.h"
 
 namespace tictac::transport {
 namespace {
@@ -280,29 +279,6 @@ TEST(SendScheduler, PacingHoldsChunksUntilTokensRefill) {
     }
   }
   EXPECT_EQ(now, kT0 + nanoseconds(9000));
-}
-
-TEST(TokenBucket, BurstAndSendsLargerThanTheBurst) {
-  TokenBucket unpaced(0, 10);
-  EXPECT_FALSE(unpaced.enabled());
-  EXPECT_TRUE(unpaced.tryConsume(1u << 30, kT0));
-
-  TokenBucket b(8.0, 3000);  // 1 byte/ns, starts full
-  EXPECT_TRUE(b.tryConsume(1000, kT0));
-  EXPECT_TRUE(b.tryConsume(2000, kT0));
-  EXPECT_FALSE(b.tryConsume(1, kT0));
-  EXPECT_TRUE(b.tryConsume(1, kT0 + nanoseconds(1)));
-  // 5000 > burst: allowed once the bucket is full, leaving a debt of 2000.
-  Clock::time_point ready{};
-  EXPECT_FALSE(b.tryConsume(5000, kT0 + nanoseconds(1), &ready));
-  EXPECT_EQ(ready, kT0 + nanoseconds(3001));
-  EXPECT_TRUE(b.tryConsume(5000, ready));
-  EXPECT_DOUBLE_EQ(b.tokens(), -2000.0);
-  EXPECT_FALSE(b.tryConsume(0, ready + nanoseconds(1999)));  // still in debt
-  EXPECT_TRUE(b.tryConsume(0, ready + nanoseconds(2000)));
-  EXPECT_FALSE(b.tryConsume(1, kT0));  // a time in the past adds nothing
-  EXPECT_TRUE(b.tryConsume(3000, ready + std::chrono::seconds(1)));  // capped at the burst
-  EXPECT_FALSE(b.tryConsume(1, ready + std::chrono::seconds(1)));
 }
 
 }  // namespace
