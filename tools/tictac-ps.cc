@@ -18,6 +18,7 @@
 
 #include "tools/ps/launch.h"
 #include "tools/ps/roles.h"
+#include "transport/core/send_scheduler.h"
 
 using namespace tictac::ps;
 using nlohmann::json;
@@ -55,7 +56,7 @@ json autotune(const std::string& self, Config c, double timeout, std::string& er
     return true;
   };
   double base = 0, best = 0;
-  size_t bc = 512 << 10, bw = 1 << 20;  // the transport's defaults
+  size_t bc = tictac::transport::kDefaultChunkBytes, bw = tictac::transport::kDefaultWindowBytes;
   if (!measure(bc, bw, base)) return {};
   best = base;
   for (size_t chunk : {size_t{128} << 10, size_t{1} << 20}) {

@@ -75,6 +75,16 @@ class PerfTool : public ::testing::Test {
     return r;
   }
 
+  // Runs a pair that must succeed: both sides exit 0; returns the client's
+  // JSON lines (none when it failed) and keeps its stderr in err_.
+  std::vector<json> runOk(const std::string& args) {
+    ToolRun r = pair(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(server_code_, 0) << ScratchDir::slurp(scratch_->path("server.log"));
+    err_ = r.err;
+    return r.code == 0 ? lines(r.out) : std::vector<json>{};
+  }
+
   static std::vector<json> lines(const std::string& out) {
     std::vector<json> v;
     std::istringstream in(out);
@@ -92,14 +102,12 @@ class PerfTool : public ::testing::Test {
 
   std::unique_ptr<ScratchDir> scratch_;
   int server_code_ = -1;
+  std::string err_;
 };
 
 TEST_F(PerfTool, BwReportsTheContractFieldsAndBothSidesExitZero) {
-  ToolRun r = pair("--test bw -s 1M -n 50 --json");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(server_code_, 0) << ScratchDir::slurp(scratch_->path("server.log"));
-  auto v = lines(r.out);
-  ASSERT_EQ(v.size(), 1u) << r.out;
+  auto v = runOk("--test bw -s 1M -n 50 --json");
+  ASSERT_EQ(v.size(), 1u);
   const json& j = v[0];
   EXPECT_EQ(j["test"], "bw");
   EXPECT_EQ(j["backend"], "ucx");
@@ -110,24 +118,18 @@ TEST_F(PerfTool, BwReportsTheContractFieldsAndBothSidesExitZero) {
   EXPECT_GT(j["bw_gbps"].get<double>(), 0);
   EXPECT_GT(j["msg_rate_mpps"].get<double>(), 0);
   expectLat(j["lat_us"]);
-  EXPECT_NE(r.err.find("Gb/s"), std::string::npos) << "no table on stderr: " << r.err;
+  EXPECT_NE(err_.find("Gb/s"), std::string::npos) << "no table on stderr: " << err_;
 }
 
 TEST_F(PerfTool, BwWithoutHugePagesAndWarmupSaysSo) {
-  ToolRun r = pair("--test bw -s 64K -n 40 --warmup 0 --no-huge-pages --json");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(server_code_, 0);
-  auto v = lines(r.out);
+  auto v = runOk("--test bw -s 64K -n 40 --warmup 0 --no-huge-pages --json");
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0]["huge_pages"], false);
   EXPECT_EQ(v[0]["warmup"], 0);
 }
 
 TEST_F(PerfTool, LatEchoesAndTheServerWaitsForItsLastEcho) {
-  ToolRun r = pair("--test lat -s 4K -n 200 --json");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(server_code_, 0) << ScratchDir::slurp(scratch_->path("server.log"));
-  auto v = lines(r.out);
+  auto v = runOk("--test lat -s 4K -n 200 --json");
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0]["test"], "lat");
   EXPECT_EQ(v[0]["size"], 4096);
@@ -135,11 +137,8 @@ TEST_F(PerfTool, LatEchoesAndTheServerWaitsForItsLastEcho) {
 }
 
 TEST_F(PerfTool, PrioGivesThreeModesAndTheServerExitsCleanly) {
-  ToolRun r = pair("--test prio -n 100 --bulk-size 1M --json");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(server_code_, 0) << ScratchDir::slurp(scratch_->path("server.log"));
-  auto v = lines(r.out);
-  ASSERT_EQ(v.size(), 3u) << r.out;
+  auto v = runOk("--test prio -n 100 --bulk-size 1M --json");
+  ASSERT_EQ(v.size(), 3u);
   std::vector<std::string> modes;
   for (const json& j : v) {
     EXPECT_EQ(j["test"], "prio");

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "transport/core/send_scheduler.h"
+
 namespace tictac::ps {
 
 using namespace tictac::sched;
@@ -56,7 +58,7 @@ SimOptions Job::simOptions() const {
   o.workers = c_.workers;
   o.ps = c_.ps;
   o.runs = c_.iterations;
-  o.chunk_bytes = c_.chunk_bytes > 0 ? c_.chunk_bytes : 512 * 1024;  // the transport's default
+  o.chunk_bytes = c_.chunk_bytes > 0 ? c_.chunk_bytes : transport::kDefaultChunkBytes;
   return o;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "tools/ps/launch.h"
+#include "transport/core/send_scheduler.h"
 
 namespace tictac::ps {
 
@@ -34,8 +35,8 @@ json buildReport(const Job& job, const RunOutput& run, json* trace) {
     if (l.value("type", "") == "iter") it[l["iteration"]][l["worker"]] = &l;
     if (l.value("type", "") == "ps") { grads_ok += l["grads_ok"].get<uint64_t>(); grads_bad += l["grads_bad"].get<uint64_t>(); }
   }
-  const size_t chunk = c.chunk_bytes ? c.chunk_bytes : 512 * 1024;  // the transport's default
-  const size_t window = c.window_bytes ? c.window_bytes : 1024 * 1024;
+  const size_t chunk = c.chunk_bytes ? c.chunk_bytes : transport::kDefaultChunkBytes;
+  const size_t window = c.window_bytes ? c.window_bytes : transport::kDefaultWindowBytes;
   std::vector<double> iter_us, strag_us;
   json per_worker = json::array();
   for (uint32_t w = 0; w < c.workers; ++w) per_worker.push_back(json::array());

@@ -178,6 +178,10 @@ class VerbsBackend final : public Backend {
   bool inFlight() const;  // posted work or a rendezvous not yet completed
   void flush(Conn& c);
   int postWork(Conn& c, Work& w, uint64_t id);  // 0, ENOMEM (full) or an errno
+  // Lays out one SEND's bytes at p: MsgHdr (hdr_len set), core header,
+  // payload; returns the total. p must hold that many bytes.
+  static size_t packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,
+                        const void* data, size_t len);
   Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
   void queueWrite(Conn& c, RndvSendArgs a);
   void repost(Conn& c, uint32_t index);

@@ -22,10 +22,7 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
     return false;
   }
   alignas(8) char inl[kInlineBuf];
-  std::memcpy(inl, &mh, sizeof(MsgHdr));
-  reinterpret_cast<MsgHdr*>(inl)->hdr_len = static_cast<uint16_t>(header.size());
-  if (!header.empty()) std::memcpy(inl + sizeof(MsgHdr), header.data(), header.size());
-  if (mh.len > 0) std::memcpy(inl + sizeof(MsgHdr) + header.size(), data, mh.len);
+  packMsg(inl, mh, header.data(), header.size(), data, mh.len);
   uint64_t id = allocWork();
   Work& w = works_[id];
   w.kind = Work::kMsg;
@@ -64,6 +61,15 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
   c.sq_used++;
   sq_total_++;
   return true;
+}
+
+size_t VerbsBackend::packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,
+                             const void* data, size_t len) {
+  std::memcpy(p, &mh, sizeof(MsgHdr));
+  reinterpret_cast<MsgHdr*>(p)->hdr_len = static_cast<uint16_t>(header_len);
+  if (header_len > 0) std::memcpy(p + sizeof(MsgHdr), header, header_len);
+  if (len > 0) std::memcpy(p + sizeof(MsgHdr) + header_len, data, len);
+  return sizeof(MsgHdr) + header_len + len;
 }
 
 uint64_t VerbsBackend::allocWork() {

@@ -166,9 +166,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     if (!inline_ok && c.free_slots.empty()) return ENOMEM;
     if (!inline_ok) slot = static_cast<int>(c.free_slots.back());
     char* p = inline_ok ? inl : c.sbuf.data() + size_t(slot) * tune_.recv_bytes;
-    std::memcpy(p, &w.mh, sizeof(MsgHdr));
-    std::memcpy(p + sizeof(MsgHdr), w.hdr, w.mh.hdr_len);
-    if (w.len > 0) std::memcpy(p + sizeof(MsgHdr) + w.mh.hdr_len, w.data, w.len);
+    packMsg(p, w.mh, w.hdr, w.mh.hdr_len, w.data, w.len);
     sge.addr = reinterpret_cast<uintptr_t>(p);
     sge.length = static_cast<uint32_t>(total);
     sge.lkey = c.smr->lkey;
