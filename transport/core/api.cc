@@ -27,11 +27,11 @@ Status Op::wait(std::chrono::milliseconds timeout) {
   auto deadline = timeout == std::chrono::milliseconds::max()
                       ? Clock::time_point::max()
                       : Clock::now() + timeout;
-  if (pump_) {
+  if (pump_ && *pump_) {
     unsigned idle = 0;
     while (!done()) {
       if (Clock::now() >= deadline) return {StatusCode::kTimeout, "wait: deadline passed"};
-      if (pump_() == 0 && ++idle > 64) {
+      if ((*pump_)() == 0 && ++idle > 64) {
         std::this_thread::yield();
         idle = 0;
       }

@@ -31,14 +31,20 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   c->opts_.chunk_bytes = c->sched_->options().chunk_bytes;
   c->opts_.window_bytes = c->sched_->options().window_bytes;
   std::weak_ptr<ContextImpl> weak = c;
-  c->monitor_ = std::make_unique<PeerMonitor>(
-      options.heartbeat_interval, options.peer_timeout, [weak](uint32_t peer, const Status& why) {
-        if (auto self = weak.lock()) {
-          std::lock_guard<std::mutex> lock(self->sub_mu_);
-          self->lost_.emplace_back(peer, why);
-          self->sub_pending_ = true;
-        }
-      });
+  if (!options.progress_thread) {
+    c->pump_fn_ = std::make_shared<const std::function<unsigned()>>([weak]() -> unsigned {
+      auto self = weak.lock();
+      return self ? self->progress() : 0u;
+    });
+  }
+  c->monitor_ = std::make_unique<PeerMonitor>(options.heartbeat_interval, options.peer_timeout,
+                                              [weak](uint32_t peer, const Status& why) {
+                                                if (auto self = weak.lock()) {
+                                                  std::lock_guard<std::mutex> lock(self->sub_mu_);
+                                                  self->lost_.emplace_back(peer, why);
+                                                  self->sub_pending_ = true;
+                                                }
+                                              });
   if (options.progress_thread) {
     c->progress_thread_ = std::thread([raw = c.get()] { raw->progressLoop(); });
   }
@@ -49,8 +55,8 @@ ContextImpl::~ContextImpl() {
   stop_ = true;
   if (progress_thread_.joinable()) progress_thread_.join();
   if (backend_) flushBeforeClose(0);  // acks owed to peers leave before their kBye
-  monitor_.reset();  // closes every bootstrap link (peers see kBye)
-  if (!backend_) return;  // creation failed before the backend existed
+  monitor_.reset();                   // closes every bootstrap link (peers see kBye)
+  if (!backend_) return;              // creation failed before the backend existed
   std::vector<Ready> ready;
   {
     std::lock_guard<std::mutex> lock(core_mu_);

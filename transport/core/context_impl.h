@@ -34,9 +34,11 @@
 
 #include "tictac/transport/context.h"
 #include "transport/backend.h"
+#include "transport/core/flat_map.h"
 #include "transport/core/peer_monitor.h"
 #include "transport/core/reg_cache.h"
 #include "transport/core/send_scheduler.h"
+#include "transport/core/slab_table.h"
 #include "transport/core/wire.h"
 
 namespace tictac::transport {
@@ -99,9 +101,9 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
     const char* buf = nullptr;
     size_t len = 0;
     const MemoryRegion* region = nullptr;
-    size_t acked = 0;       // bytes confirmed (acks, and completions of kFlagNoAck chunks)
-    unsigned posts = 0;     // backend posts not yet done
-    size_t handed = 0;      // bytes handed to the backend (chunks [0, handed))
+    size_t acked = 0;    // bytes confirmed (acks, and completions of kFlagNoAck chunks)
+    unsigned posts = 0;  // backend posts not yet done
+    size_t handed = 0;   // bytes handed to the backend (chunks [0, handed))
     // Chunks already credited (by completion or ack), by chunk index
     // (offset / chunk_bytes): bit i of credited0 for i < 64, then credited_more.
     uint64_t credited0 = 0;
@@ -132,12 +134,12 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
     std::vector<wire::AckEntry> acks;
   };
   struct Landing {  // one backend receive in flight or to start
-    uint64_t recv_op;
-    uint32_t peer;
-    uint64_t send_op;
-    size_t len;
-    bool ack;
-    bool last;
+    uint64_t recv_op = 0;
+    uint32_t peer = 0;
+    uint64_t send_op = 0;
+    size_t len = 0;
+    bool ack = false;
+    bool last = false;
     void* desc = nullptr;
     size_t offset = 0;
   };
@@ -220,19 +222,22 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   std::atomic<bool> sub_pending_{false};
   std::atomic<size_t> queued_sends_{0};
   std::atomic<uint64_t> next_id_{1};
+  Op::Pump pump_fn_;  // what Op::wait() drives (null with a progress thread); set by create()
 
   std::mutex core_mu_;
   std::unordered_map<uint32_t, Peer> peers_;
   uint32_t next_peer_ = 1;
-  std::unordered_map<uint64_t, SendOp> sends_;
-  std::unordered_map<uint64_t, RecvOp> recvs_;
-  std::unordered_map<PeerKey, uint64_t, PeerKeyHash> expect_index_;
-  std::unordered_set<PeerKey, PeerKeyHash> send_keys_;  // (peer, tensor) with a send pending
+  // Per-message tables: slabs and flat maps, so that a warm context posts,
+  // lands and completes tensors without allocating (slab_table.h, flat_map.h).
+  SlabTable<SendOp> sends_;
+  SlabTable<RecvOp> recvs_;
+  FlatMap<PeerKey, uint64_t, PeerKeyHash> expect_index_;
+  FlatMap<PeerKey, bool, PeerKeyHash> send_keys_;  // (peer, tensor) with a send pending
   std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
   std::unordered_map<uint64_t, uint32_t> rejected_;  // sender op (xor peer) -> peer
-  std::unordered_map<uint64_t, Post> posts_;
-  std::unordered_map<uint64_t, Landing> landings_;
-  std::deque<Landing> to_land_;  // deque: backends write descs into its slots
+  SlabTable<Post> posts_;                            // by backend token
+  SlabTable<Landing> landings_;                      // by backend token
+  std::deque<Landing> to_land_;                      // deque: backends write descs into its slots
   // Dropped payloads (rejected, size mismatch) released at the end of
   // flushControl(), after the nacks: a backend that completes the sender's
   // post on release (UCX rendezvous) must not let that completion, which

@@ -11,15 +11,14 @@ void ContextImpl::startExpect(Submission& s) {
   if (pit == peers_.end() || !pit->second.alive) {
     return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
   }
-  auto [slot, fresh] = expect_index_.try_emplace(key, s.id);
-  if (!fresh) {
+  if (!expect_index_.insert(key, s.id).second) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "expect: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already expected"));
   }
   auto reg = cache_->lookup(s.buf, s.len);
   if (!reg) {
-    expect_index_.erase(slot);
+    expect_index_.erase(key);
     return fail(reg.status());
   }
   RecvOp r;
@@ -29,7 +28,7 @@ void ContextImpl::startExpect(Submission& s) {
   r.dst = s.buf;
   r.len = s.len;
   r.region = reg.value();
-  auto [it, ok] = recvs_.emplace(s.id, std::move(r));
+  RecvOp& added = recvs_.insert(s.id, std::move(r));
   if (stash_.empty()) return;
   auto st = stash_.find(key);
   if (st == stash_.end()) return;
@@ -44,13 +43,13 @@ void ContextImpl::startExpect(Submission& s) {
     }
     queueCtrl(s.peer, wire::MsgType::kNack, first, StatusCode::kSizeMismatch);
     if (!last_seen) rejected_[first.op_id ^ (uint64_t{s.peer} << 48)] = s.peer;
-    failExpect(s.id, Status(StatusCode::kSizeMismatch,
-                            "tensor " + std::to_string(s.key.id) + ": expected " +
-                                std::to_string(s.len) + " bytes, sender has " +
-                                std::to_string(first.total_len)));
+    failExpect(s.id,
+               Status(StatusCode::kSizeMismatch,
+                      "tensor " + std::to_string(s.key.id) + ": expected " + std::to_string(s.len) +
+                          " bytes, sender has " + std::to_string(first.total_len)));
     return;
   }
-  for (auto& c : q) land(it->second, s.id, c.h, nullptr, c.desc, false);
+  for (auto& c : q) land(added, s.id, c.h, nullptr, c.desc, false);
 }
 
 void ContextImpl::queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about,
@@ -73,9 +72,9 @@ unsigned ContextImpl::flushControl() {
     if (!peer.alive || (peer.acks.empty() && peer.ctrl.empty())) continue;
     for (auto& h : peer.ctrl) {
       uint64_t token = next_token_++;
-      auto [pt, ok] = posts_.emplace(token, Post{h, 0, id, {}});
-      if (!backend_->post(id, wire::asBytes(pt->second.h), nullptr, 0, nullptr, token)) {
-        posts_.erase(pt);
+      Post& pt = posts_.insert(token, Post{h, 0, id, {}});
+      if (!backend_->post(id, wire::asBytes(pt.h), nullptr, 0, nullptr, token)) {
+        posts_.erase(token);
       }
       ++n;
     }
@@ -90,10 +89,10 @@ unsigned ContextImpl::flushControl() {
       post.acks.assign(peer.acks.begin() + static_cast<long>(i),
                        peer.acks.begin() + static_cast<long>(i + cnt));
       uint64_t token = next_token_++;
-      auto [pt, ok] = posts_.emplace(token, std::move(post));
-      Status st = backend_->post(id, wire::asBytes(pt->second.h), pt->second.acks.data(),
-                                 pt->second.h.length, nullptr, token);
-      if (!st) posts_.erase(pt);
+      Post& pt = posts_.insert(token, std::move(post));
+      Status st =
+          backend_->post(id, wire::asBytes(pt.h), pt.acks.data(), pt.h.length, nullptr, token);
+      if (!st) posts_.erase(token);
       ++n;
     }
     peer.acks.clear();
@@ -113,12 +112,13 @@ bool ContextImpl::controlPending(uint32_t peer) {
   for (auto& [id, p] : peers_) {
     if ((peer == 0 || id == peer) && p.alive && (!p.acks.empty() || !p.ctrl.empty())) return true;
   }
-  for (auto& [token, post] : posts_) {
-    if (post.op != 0 || (peer != 0 && post.peer != peer)) continue;
+  bool pending = false;
+  posts_.forEach([&](uint64_t, const Post& post) {
+    if (post.op != 0 || (peer != 0 && post.peer != peer)) return;
     auto pit = peers_.find(post.peer);
-    if (pit != peers_.end() && pit->second.alive) return true;
-  }
-  return false;
+    pending |= pit != peers_.end() && pit->second.alive;
+  });
+  return pending;
 }
 
 void ContextImpl::flushBeforeClose(uint32_t peer) {

@@ -18,16 +18,19 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
     return;  // without a trustworthy peer id there is no one to blame: dropped
   }
   switch (static_cast<wire::MsgType>(h.type)) {
-    case wire::MsgType::kData: return onData(h, in);
-    case wire::MsgType::kAck: return onAcks(h, in);
-    case wire::MsgType::kNack: return onNack(h);
+    case wire::MsgType::kData:
+      return onData(h, in);
+    case wire::MsgType::kAck:
+      return onAcks(h, in);
+    case wire::MsgType::kNack:
+      return onNack(h);
     case wire::MsgType::kAbort: {
       PeerKey key{h.src_peer, h.iteration, h.tensor_id};
       rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
       dropStash(key);
-      if (auto it = expect_index_.find(key); it != expect_index_.end()) {
-        failExpect(it->second, Status(static_cast<StatusCode>(h.status),
-                                      "sender canceled tensor " + std::to_string(h.tensor_id)));
+      if (const uint64_t* rid = expect_index_.find(key)) {
+        failExpect(*rid, Status(static_cast<StatusCode>(h.status),
+                                "sender canceled tensor " + std::to_string(h.tensor_id)));
       }
       return;
     }
@@ -46,8 +49,8 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
     if (h.flags & wire::kFlagLast) rejected_.erase(rj);
     return;
   }
-  auto it = expect_index_.find(key);
-  if (it == expect_index_.end()) {
+  const uint64_t* found = expect_index_.find(key);
+  if (found == nullptr) {
     // No expect yet: the backend keeps the bytes; ack now (flagged or not) so
     // an unexpected tensor never holds the sender's window (its send completes
     // only once the backend delivered the data, when the expect comes).
@@ -57,19 +60,20 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
     peer.acks.push_back({h.op_id, h.offset, h.length});
     return;
   }
-  RecvOp& r = recvs_[it->second];
+  uint64_t rid = *found;
+  RecvOp& r = *recvs_.find(rid);
   if (h.total_len != r.len) {
     queueCtrl(h.src_peer, wire::MsgType::kNack, h, StatusCode::kSizeMismatch);
     if (!(h.flags & wire::kFlagLast)) rejected_[rkey] = h.src_peer;
     peer.acks.push_back({h.op_id, h.offset, h.length});
     if (!in_place) in.retain_into = &release_after_ctrl_.emplace_back(nullptr);
-    failExpect(it->second, Status(StatusCode::kSizeMismatch,
-                                  "tensor " + std::to_string(h.tensor_id) + ": expected " +
-                                      std::to_string(r.len) + " bytes, sender has " +
-                                      std::to_string(h.total_len)));
+    failExpect(rid, Status(StatusCode::kSizeMismatch, "tensor " + std::to_string(h.tensor_id) +
+                                                          ": expected " + std::to_string(r.len) +
+                                                          " bytes, sender has " +
+                                                          std::to_string(h.total_len)));
     return;
   }
-  land(r, it->second, h, &in, nullptr, (h.flags & wire::kFlagNoAck) == 0);
+  land(r, rid, h, &in, nullptr, (h.flags & wire::kFlagNoAck) == 0);
 }
 
 // Lands one chunk: in place now (memcpy), or through backend.receive() later.
@@ -95,18 +99,18 @@ unsigned ContextImpl::startLandings() {
   // Nothing below adds to to_land_ (receive() reports only from progress()).
   for (; !to_land_.empty(); to_land_.pop_front()) {
     Landing& l = to_land_.front();
-    auto it = recvs_.find(l.recv_op);
-    if (it == recvs_.end() || it->second.failed) {
+    RecvOp* rp = recvs_.find(l.recv_op);
+    if (rp == nullptr || rp->failed) {
       backend_->release(l.desc);
-      if (it != recvs_.end()) {
-        it->second.pending--;
+      if (rp != nullptr) {
+        rp->pending--;
         tryFinishExpect(l.recv_op);
       }
       continue;
     }
-    RecvOp& r = it->second;
+    RecvOp& r = *rp;
     uint64_t token = next_token_++;
-    landings_.emplace(token, l);
+    landings_.insert(token, l);
     Status st = backend_->receive(l.desc, r.dst + l.offset, l.len, r.region, token);
     if (!st) {
       landings_.erase(token);
@@ -119,13 +123,13 @@ unsigned ContextImpl::startLandings() {
 }
 
 void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
-  auto lt = landings_.find(token);
-  if (lt == landings_.end()) return;
-  Landing l = lt->second;
-  landings_.erase(lt);
-  auto it = recvs_.find(l.recv_op);
-  if (it == recvs_.end()) return;
-  RecvOp& r = it->second;
+  Landing* lt = landings_.find(token);
+  if (lt == nullptr) return;
+  Landing l = *lt;
+  landings_.erase(token);
+  RecvOp* rp = recvs_.find(l.recv_op);
+  if (rp == nullptr) return;
+  RecvOp& r = *rp;
   r.pending--;
   if (!status) {
     failExpect(l.recv_op, status);
@@ -141,24 +145,24 @@ void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
 }
 
 void ContextImpl::failExpect(uint64_t id, const Status& s) {
-  auto it = recvs_.find(id);
-  if (it == recvs_.end() || it->second.failed) return;
-  it->second.failed = s;
-  expect_index_.erase(it->second.key);
+  RecvOp* r = recvs_.find(id);
+  if (r == nullptr || r->failed) return;
+  r->failed = s;
+  expect_index_.erase(r->key);
   tryFinishExpect(id);
 }
 
 void ContextImpl::tryFinishExpect(uint64_t id) {
-  auto it = recvs_.find(id);
-  if (it == recvs_.end()) return;
-  RecvOp& r = it->second;
+  RecvOp* rp = recvs_.find(id);
+  if (rp == nullptr) return;
+  RecvOp& r = *rp;
   if (r.pending > 0) return;  // the backend still writes into the buffer
   bool done = r.seen_last && r.received >= r.len;
   if (!done && !r.failed) return;
   if (!r.failed) expect_index_.erase(r.key);
   Status st = r.failed ? *r.failed : Status::ok();
   ready_.push_back(Ready{std::move(r.handle), std::move(r.cb), std::move(st)});
-  recvs_.erase(it);
+  recvs_.erase(id);
 }
 
 void ContextImpl::dropStash(const PeerKey& key) {

@@ -14,12 +14,12 @@ unsigned ContextImpl::pump() {
   auto now = SendScheduler::Clock::now();
   auto retry = SendScheduler::Clock::time_point::max();
   while (auto c = sched_->next(now, &retry)) {
-    auto it = sends_.find(c->op_id);
-    if (it == sends_.end()) {  // cannot happen: ops leave the scheduler before sends_
+    SendOp* found = sends_.find(c->op_id);
+    if (found == nullptr) {  // cannot happen: ops leave the scheduler before sends_
       sched_->ack(c->op_id, c->length);
       continue;
     }
-    SendOp& op = it->second;
+    SendOp& op = *found;
     auto pit = peers_.find(op.peer);
     Post post;
     post.op = c->op_id;
@@ -37,9 +37,9 @@ unsigned ContextImpl::pump() {
     post.h.offset = c->offset;
     post.h.length = static_cast<uint32_t>(c->length);
     uint64_t token = next_token_++;
-    auto [pt, ok] = posts_.emplace(token, std::move(post));
-    Status st = backend_->post(op.peer, wire::asBytes(pt->second.h), op.buf + c->offset,
-                               c->length, op.region, token);
+    Post& pt = posts_.insert(token, std::move(post));
+    Status st = backend_->post(op.peer, wire::asBytes(pt.h), op.buf + c->offset, c->length,
+                               op.region, token);
     op.handed = c->offset + c->length;
     if (c->last) {
       op.all_handed = true;
@@ -47,7 +47,7 @@ unsigned ContextImpl::pump() {
       queued_sends_.fetch_sub(1);
     }
     if (!st) {
-      posts_.erase(pt);
+      posts_.erase(token);
       sched_->ack(c->op_id, c->length);
       failSend(c->op_id, st, true);
       continue;
@@ -65,19 +65,19 @@ unsigned ContextImpl::pump() {
 }
 
 void ContextImpl::onSendDone(uint64_t token, const Status& status) {
-  auto pt = posts_.find(token);
-  if (pt == posts_.end()) return;
-  const wire::Header& h = pt->second.h;
-  uint64_t id = pt->second.op;
+  Post* pt = posts_.find(token);
+  if (pt == nullptr) return;
+  const wire::Header& h = pt->h;
+  uint64_t id = pt->op;
   size_t len = h.length;
   uint64_t offset = h.offset;
   bool data = h.type == static_cast<uint8_t>(wire::MsgType::kData);
   bool flagged = (h.flags & wire::kFlagNoAck) != 0;
-  posts_.erase(pt);
+  posts_.erase(token);
   if (!data) return;
-  auto it = sends_.find(id);
-  if (it == sends_.end()) return;
-  SendOp& op = it->second;
+  SendOp* found = sends_.find(id);
+  if (found == nullptr) return;
+  SendOp& op = *found;
   op.posts--;
   // Flagged and done: the peer holds the chunk (Backend::confirmsDelivery).
   // Failed: its ack may never come. Either way the credit returns once.
@@ -115,17 +115,17 @@ void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
   for (size_t i = 0; i < n; ++i) {
     wire::AckEntry a;
     std::memcpy(&a, e + i, sizeof(a));
-    auto it = sends_.find(a.op_id);
-    if (it == sends_.end() || it->second.peer != h.src_peer) continue;  // finished or failed
-    SendOp& op = it->second;
+    SendOp* found = sends_.find(a.op_id);
+    if (found == nullptr || found->peer != h.src_peer) continue;  // finished or failed
+    SendOp& op = *found;
     if (!ackNamesAChunk(op, a.offset, a.bytes)) {
       // A peer acking bytes it was never sent would free window credit (or,
       // with a huge offset, grow the credit bitmap without bound): its bug or
       // its malice ends the peer, not the process.
-      failPeer(h.src_peer, Status(StatusCode::kProtocolError,
-                                  "peer acked a chunk never sent (op " + std::to_string(a.op_id) +
-                                      ", offset " + std::to_string(a.offset) + ", " +
-                                      std::to_string(a.bytes) + " bytes)"));
+      failPeer(h.src_peer,
+               Status(StatusCode::kProtocolError,
+                      "peer acked a chunk never sent (op " + std::to_string(a.op_id) + ", offset " +
+                          std::to_string(a.offset) + ", " + std::to_string(a.bytes) + " bytes)"));
       return;
     }
     confirmChunk(a.op_id, op, a.offset, a.bytes);
@@ -134,24 +134,22 @@ void ContextImpl::onAcks(const wire::Header& h, const Incoming& in) {
 }
 
 void ContextImpl::onNack(const wire::Header& h) {
-  auto it = sends_.find(h.op_id);
-  if (it == sends_.end() || it->second.tensor != h.tensor_id || it->second.peer != h.src_peer) {
-    return;
-  }
+  SendOp* op = sends_.find(h.op_id);
+  if (op == nullptr || op->tensor != h.tensor_id || op->peer != h.src_peer) return;
   auto code = static_cast<StatusCode>(h.status);
   std::string why = code == StatusCode::kSizeMismatch
                         ? "receiver expected a different size for tensor " +
-                              std::to_string(h.tensor_id) + " (sent " +
-                              std::to_string(it->second.len) + " bytes)"
+                              std::to_string(h.tensor_id) + " (sent " + std::to_string(op->len) +
+                              " bytes)"
                         : "receiver rejected tensor " + std::to_string(h.tensor_id);
   failSend(h.op_id, Status(code, why), false);
   tryFinishSend(h.op_id);
 }
 
 void ContextImpl::failSend(uint64_t id, const Status& s, bool tell_peer) {
-  auto it = sends_.find(id);
-  if (it == sends_.end()) return;
-  SendOp& op = it->second;
+  SendOp* found = sends_.find(id);
+  if (found == nullptr) return;
+  SendOp& op = *found;
   if (op.failed) return;
   op.failed = s;
   if (op.in_sched) {
@@ -170,9 +168,9 @@ void ContextImpl::failSend(uint64_t id, const Status& s, bool tell_peer) {
 }
 
 void ContextImpl::tryFinishSend(uint64_t id) {
-  auto it = sends_.find(id);
-  if (it == sends_.end()) return;
-  SendOp& op = it->second;
+  SendOp* found = sends_.find(id);
+  if (found == nullptr) return;
+  SendOp& op = *found;
   if (op.posts > 0) return;  // the backend still reads the buffer
   bool confirmed = op.all_handed && op.acked >= op.len && (op.len > 0 || op.zero_acked);
   if (!confirmed && !op.failed) return;
@@ -183,7 +181,7 @@ void ContextImpl::tryFinishSend(uint64_t id) {
   sched_->drop(id);  // no-op for a finished op; returns the credit of a failed one
   send_keys_.erase(PeerKey{op.peer, op.iteration, op.tensor});
   ready_.push_back(Ready{std::move(op.handle), std::move(op.cb), std::move(st)});
-  sends_.erase(it);
+  sends_.erase(id);
 }
 
 void ContextImpl::failPeer(uint32_t peer, const Status& why) {
@@ -195,12 +193,8 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
   backend_->removePeer(peer);  // its posts and receives complete later (with errors)
   std::vector<uint64_t> dropped;
   sched_->failPeer(peer, &dropped);
-  std::vector<uint64_t> ids;
-  for (auto& [id, op] : sends_) {
-    if (op.peer == peer) ids.push_back(id);
-  }
-  for (uint64_t id : ids) {
-    auto& op = sends_[id];
+  for (uint64_t id : sends_.idsWhere([&](const SendOp& op) { return op.peer == peer; })) {
+    SendOp& op = *sends_.find(id);
     if (op.in_sched) {
       op.in_sched = false;
       queued_sends_.fetch_sub(1);
@@ -209,12 +203,8 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
     op.posts = 0;  // removePeer below completes the backend's posts; their buffers are released
     tryFinishSend(id);
   }
-  ids.clear();
-  for (auto& [id, r] : recvs_) {
-    if (r.key.peer == peer) ids.push_back(id);
-  }
-  for (uint64_t id : ids) {
-    recvs_[id].pending = 0;  // removePeer ended its receives; the buffer is released
+  for (uint64_t id : recvs_.idsWhere([&](const RecvOp& r) { return r.key.peer == peer; })) {
+    recvs_.find(id)->pending = 0;  // removePeer ended its receives; the buffer is released
     failExpect(id, why);
   }
   for (auto it = stash_.begin(); it != stash_.end();) {

@@ -5,22 +5,14 @@
 namespace tictac::transport {
 
 OpHandle ContextImpl::newHandle(uint64_t id) {
-  std::weak_ptr<ContextImpl> weak = weak_from_this();
-  std::function<unsigned()> pump;
-  if (!opts_.progress_thread) {
-    pump = [weak]() -> unsigned {
-      auto self = weak.lock();
-      return self ? self->progress() : 0u;
-    };
-  }
-  return std::make_shared<Op>(std::move(pump), id);
+  return std::make_shared<Op>(pump_fn_, id);
 }
 
-Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const void* buf,
-                                   size_t len, std::optional<Priority> prio, Completion cb) {
+Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const void* buf, size_t len,
+                                   std::optional<Priority> prio, Completion cb) {
   if (buf == nullptr && len > 0) {
-    return Status(StatusCode::kInvalidArgument, "send: null buffer with " +
-                                                    std::to_string(len) + " bytes");
+    return Status(StatusCode::kInvalidArgument,
+                  "send: null buffer with " + std::to_string(len) + " bytes");
   }
   if (len > (size_t{1} << 48)) return Status(StatusCode::kInvalidArgument, "send: size too large");
   Priority p = opts_.default_priority;
@@ -48,8 +40,8 @@ Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const vo
 Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* dst, size_t len,
                                      Completion cb) {
   if (dst == nullptr && len > 0) {
-    return Status(StatusCode::kInvalidArgument, "expect: null buffer with " +
-                                                    std::to_string(len) + " bytes");
+    return Status(StatusCode::kInvalidArgument,
+                  "expect: null buffer with " + std::to_string(len) + " bytes");
   }
   uint64_t id = next_id_++;
   OpHandle h = newHandle(id);
@@ -106,7 +98,7 @@ void ContextImpl::startSend(Submission& s) {
   if (pit == peers_.end() || !pit->second.alive) {
     return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
   }
-  if (!send_keys_.insert(PeerKey{s.peer, s.key.iteration, s.key.id}).second) {
+  if (!send_keys_.insert(PeerKey{s.peer, s.key.iteration, s.key.id}, true).second) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "send: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already being sent"));
@@ -133,7 +125,7 @@ void ContextImpl::startSend(Submission& s) {
     return fail(st);
   }
   op.in_sched = true;
-  sends_.emplace(s.id, std::move(op));
+  sends_.insert(s.id, std::move(op));
 }
 
 bool ContextImpl::cancel(uint32_t peer, const OpHandle& op) {
@@ -141,13 +133,13 @@ bool ContextImpl::cancel(uint32_t peer, const OpHandle& op) {
   std::lock_guard<std::mutex> lock(core_mu_);
   drainSubmissions();
   uint64_t id = op->id();
-  if (auto it = sends_.find(id); it != sends_.end() && it->second.peer == peer) {
-    if (it->second.failed || it->second.all_handed) return false;
+  if (SendOp* so = sends_.find(id); so != nullptr && so->peer == peer) {
+    if (so->failed || so->all_handed) return false;
     failSend(id, Status(StatusCode::kCanceled, "send canceled"), true);
     return true;
   }
-  if (auto it = recvs_.find(id); it != recvs_.end() && it->second.key.peer == peer) {
-    if (it->second.failed || it->second.started) return false;
+  if (RecvOp* r = recvs_.find(id); r != nullptr && r->key.peer == peer) {
+    if (r->failed || r->started) return false;
     failExpect(id, Status(StatusCode::kCanceled, "expect canceled"));
     return true;
   }

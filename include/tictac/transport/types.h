@@ -58,14 +58,16 @@ class Op {
   // progress thread the waiting thread drives the context's progress.
   Status wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 
-  // Library side: construct with the progress function to drive while waiting.
-  Op(std::function<unsigned()> pump, uint64_t id) : pump_(std::move(pump)), id_(id) {}
+  // Library side: the progress function to drive while waiting (null with a
+  // progress thread); one per context, shared by its ops (no copy per op).
+  using Pump = std::shared_ptr<const std::function<unsigned()>>;
+  Op(Pump pump, uint64_t id) : pump_(std::move(pump)), id_(id) {}
   uint64_t id() const { return id_; }
   // Library side: records the status and wakes waiters (callback already ran).
   void finish(const Status& status);
 
  private:
-  std::function<unsigned()> pump_;  // Context::progress when no progress thread
+  Pump pump_;  // Context::progress when no progress thread
   uint64_t id_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
