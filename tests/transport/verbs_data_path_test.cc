@@ -26,7 +26,10 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
                                                         {"write_piece_bytes", "2147483648"},
                                                         {"idle_spin_us", "20000000"},
                                                         {"idle_spin_us", "x"},
-                                                        {"repost_batch", "0"}}) {
+                                                        {"repost_batch", "0"},
+                                                        {"rts_batch", "0"},
+                                                        {"rts_batch", "33"},
+                                                        {"rndv_spin_us", "-1"}}) {
     ContextOptions o = verbsLoOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);
@@ -128,6 +131,58 @@ TEST(VerbsDataPath, SmallQueuesAndBatchedRepostsKeepEagerMessagesIntact) {
     for (size_t i = 0; i < kBurst; ++i) {
       ASSERT_NO_FATAL_FAILURE(expectDelivered(p, ts[i], src[i].data(), dst[i].data(), len))
           << len << " " << i;
+    }
+  }
+}
+
+// The handshakes of rendezvous chunks posted together share one SEND (several
+// kRts records, inline or in a bounce slot), deferred to the next progress()
+// or arm() and sent ahead of any later eager message to the same peer; a
+// receiver may sleep while it awaits the peer's WRITEs (rndv_spin_us). With
+// batches of 2 (inline), 32 (a bounce slot) and none, an 8-entry send queue,
+// with and without a progress thread: bursts of rendezvous tensors mixed
+// with eager ones land intact in both directions.
+TEST(VerbsDataPath, BatchedHandshakesKeepRendezvousAndEagerDataIntact) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  const std::vector<std::pair<std::string, std::string>> configs{
+      {"2", "0"}, {"32", "0"}, {"1", "4294967295"}};
+  for (bool thread : {false, true}) {
+    for (const auto& [batch, rndv_spin] : configs) {
+      SCOPED_TRACE("rts_batch " + batch + " rndv_spin_us " + rndv_spin + " thread " +
+                   std::to_string(thread));
+      Pair p = makePair("verbs", thread, [&](ContextOptions& o) {
+        o.backend_config["rts_batch"] = batch;
+        o.backend_config["rndv_spin_us"] = rndv_spin;
+        o.backend_config["idle_spins"] = "0";
+        o.backend_config["sq_depth"] = "8";
+      });
+      const std::vector<size_t> sizes{65536, 16, 200000, 65536, 8, 65536, 1 << 20, 100, 70000};
+      constexpr size_t kTensors = 36;
+      std::vector<std::vector<char>> src, dst;
+      std::vector<Transfer> ts;
+      for (size_t i = 0; i < kTensors; ++i) {
+        size_t len = sizes[i % sizes.size()];
+        src.emplace_back(len);
+        dst.emplace_back(len);
+        fillPattern(src[i].data(), len, i + 11);
+      }
+      for (size_t i = 0; i < kTensors; ++i) {
+        if (i % 4 == 3) {  // every fourth goes b -> a: kRts and kCts cross
+          Transfer t;
+          t.expect = p.ab->expect({i, 5, ""}, dst[i].data(), dst[i].size());
+          t.send = p.ba->send({i, 5, ""}, src[i].data(), src[i].size(), Priority(i % 2));
+          ts.push_back(std::move(t));
+        } else {
+          ts.push_back(post(p, {i, 5, ""}, src[i].data(), dst[i].data(), src[i].size(),
+                            Priority(i % 2)));
+        }
+        ASSERT_TRUE(ts.back()) << i;
+      }
+      for (size_t i = 0; i < kTensors; ++i) {
+        ASSERT_NO_FATAL_FAILURE(
+            expectDelivered(p, ts[i], src[i].data(), dst[i].data(), src[i].size()))
+            << i;
+      }
     }
   }
 }

@@ -68,8 +68,10 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "idle_spin_us", 0, 10000000, &tune_.idle_spin_us),
         parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us),
         parseU32(options, "idle_yield_us", 0, 1000000, &tune_.idle_yield_us),
+        parseU32(options, "rndv_spin_us", 0, Tuning::kNever, &tune_.rndv_spin_us),
         parseU32(options, "write_piece_bytes", 4096, 1u << 30, &tune_.write_piece),
-        parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue)}) {
+        parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue),
+        parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch)}) {
     if (!s) return s;
   }
   stats_.init();
@@ -262,6 +264,7 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_ERR;
   (void)ibv_modify_qp(c.qp, &at, IBV_QP_STATE);
+  c.rts_pending.clear();  // their transfers are in rsends_, failed below
   for (auto* q : {&c.backlog, &c.wbacklog}) {
     while (!q->empty()) {
       uint64_t id = q->front();

@@ -43,12 +43,22 @@ struct Tuning {
   uint32_t idle_spin_us = 1000;   // ...and idle for at least this long
   uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
   uint32_t idle_yield_us = 0;     // then first yield the CPU this long
+  // While the only thing in flight is a rendezvous receive (kCts sent, the
+  // peer's WRITE awaited: at least its transfer time), the idle path sleeps
+  // after min(idle_spin_us, rndv_spin_us) instead of spinning; kNever: spin.
+  static constexpr uint32_t kNever = 0xFFFFFFFFu;
+  uint32_t rndv_spin_us = kNever;
   // Rendezvous payloads are written in pieces of write_piece bytes, and at
   // most write_queue bytes of them sit in a QP's send queue: the QP sends in
   // order, so a kRts/kCts/eager SEND queued behind a window of WRITEs would
   // wait for all of them (the next chunk's handshake then idles the wire).
   uint32_t write_piece = 128 << 10;
   uint32_t write_queue = 256 << 10;
+  // The kRts of rendezvous chunks posted in one core pass share one SEND of
+  // up to rts_batch records (1: one SEND each). They leave at the backend's
+  // next progress() or arm(), before an eager message to the same peer, or
+  // when rts_batch are waiting.
+  uint32_t rts_batch = 16;
 };
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
@@ -87,6 +97,7 @@ class VerbsBackend final : public Backend {
   void* hook_arg_ = nullptr;
 
  private:
+  struct Work;
   struct Conn {
     uint32_t qpn = 0;
     PeerId peer = 0;
@@ -98,6 +109,7 @@ class VerbsBackend final : public Backend {
     std::vector<uint32_t> to_repost;  // consumed receive buffers not yet reposted
     std::deque<uint64_t> backlog;     // work ids of SENDs (posted first)
     std::deque<uint64_t> wbacklog;    // work ids of WRITEs (posted within write_queue)
+    std::vector<Work> rts_pending;  // kRts deferred to share one SEND (messages.cc)
     size_t wbytes = 0;                // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
@@ -176,10 +188,13 @@ class VerbsBackend final : public Backend {
                      uint64_t token);
   void freeWork(uint64_t id);
   bool inFlight() const;  // posted work or a rendezvous not yet completed
+  bool sendsInFlight() const;  // the same, rendezvous receives excepted
   void flush(Conn& c);
   int postWork(Conn& c, Work& w, uint64_t id);  // 0, ENOMEM (full) or an errno
   // Lays out one SEND's bytes at p: MsgHdr (hdr_len set), core header,
   // payload; returns the total. p must hold that many bytes.
+  // One signaled SEND of len bytes at p (in c's send MR, or inline): wr_id id.
+  int postSend(Conn& c, uint64_t id, const char* p, size_t len, bool inl);
   static size_t packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,
                         const void* data, size_t len);
   Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
@@ -190,7 +205,14 @@ class VerbsBackend final : public Backend {
   void onCompletion(const ibv_wc& wc);
   void onSendCompletion(const ibv_wc& wc);
   void onRecv(Conn& c, const ibv_wc& wc);
-  void onMsg(Conn& c, const char* buf, size_t bytes);
+  // One record of a received SEND; returns its bytes (0: malformed, reported).
+  size_t onMsg(Conn& c, const char* buf, size_t bytes);
+  // kRts batching (messages.cc): defer one, post a Conn's, post every Conn's
+  // (true when something was posted), and the single-SEND post of a batch.
+  void deferRts(Conn& c, Work w);
+  void flushRts(Conn& c);
+  bool flushAllRts();
+  bool postRtsBatch(Conn& c, const std::vector<Work>& works);
   void failSendWork(Work& w, const Status& st);
   void finishRecv(uint32_t recv_id, const Status& st);
   void finishRndvSend(uint64_t send_id, const Status& st);
@@ -224,6 +246,8 @@ class VerbsBackend final : public Backend {
   // progress() walks the connections only when one may need it: a backlog
   // left by flush(), or a dead QP to destroy once flushed (killConn).
   bool backlogged_ = false, reap_ = false;
+  bool rts_deferred_ = false;     // some Conn has rts_pending
+  std::vector<Work> rts_scratch_;  // flushRts's batch being posted
   Stats stats_;  // TICTAC_VERBS_STATS=1
 };
 

@@ -37,18 +37,7 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
   w.slot = -1;
   w.rts_ns = 0;
   w.posted_ns = 0;
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<uintptr_t>(inl);
-  sge.length = static_cast<uint32_t>(total);
-  sge.lkey = c.smr->lkey;
-  ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
-  wr.wr_id = id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-  if (ibv_post_send(c.qp, &wr, &bad) != 0) {  // the backlog path reports or retries it
+  if (postSend(c, id, inl, total, true) != 0) {  // the backlog path reports or retries it
     freeWork(id);
     return false;
   }
@@ -61,6 +50,18 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
   c.sq_used++;
   sq_total_++;
   return true;
+}
+
+int VerbsBackend::postSend(Conn& c, uint64_t id, const char* p, size_t len, bool inl) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(p), static_cast<uint32_t>(len), c.smr->lkey};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+  return ibv_post_send(c.qp, &wr, &bad);
 }
 
 size_t VerbsBackend::packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,

@@ -42,6 +42,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   mh.len = len;
   if (sizeof(MsgHdr) + header.size() + len <= c->send_bytes) {
     mh.kind = static_cast<uint8_t>(MsgKind::kEager);
+    if (!c->rts_pending.empty()) flushRts(*c);  // messages to a peer keep their order
     if (postInlineNow(*c, mh, header, data, token)) return Status::ok();
     Work w = makeMsg(*c, mh, header, data);
     w.token = token;
@@ -71,7 +72,12 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   mh.send_id = sid;
   Work w = makeMsg(*c, mh, header, nullptr);
   w.fail_send = sid;
-  queueWork(*c, std::move(w));
+  if (tune_.rts_batch > 1) {
+    deferRts(*c, std::move(w));
+  } else {
+    if (stats_.on) ++stats_.rts_msgs;
+    queueWork(*c, std::move(w));
+  }
   return Status::ok();
 }
 
@@ -115,7 +121,11 @@ void VerbsBackend::freeWork(uint64_t id) {
 }
 
 bool VerbsBackend::inFlight() const {
-  return sq_total_ > 0 || !rsends_.empty() || !rrecvs_.empty();
+  return sendsInFlight() || !rrecvs_.empty();
+}
+
+bool VerbsBackend::sendsInFlight() const {
+  return sq_total_ > 0 || !rsends_.empty() || rts_deferred_;
 }
 
 void VerbsBackend::flush(Conn& c) {

@@ -41,6 +41,7 @@ unsigned VerbsBackend::drainChannel() {
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
   if (stats_.on) stats_.onProgressEnter(Stats::nowNs());
+  flushAllRts();  // the kRts of the chunks posted since the last call, in one SEND
   // Sleep or yield only when nothing is in flight: a posted work request or
   // a rendezvous (kRts awaiting its kCts, kCts awaiting the WRITE) completes
   // soon, and a caller polling for it must not pay a wake-up (nor a syscall).
@@ -56,8 +57,13 @@ unsigned VerbsBackend::progress() {
       idle_ns_ = Stats::nowNs() - idle_since_ns_;
     }
   }
-  const uint64_t spin_ns = uint64_t{tune_.idle_spin_us} * 1000;
-  bool idle = idle_ >= tune_.idle_spins && idle_ns_ >= spin_ns && !inFlight();
+  // A rendezvous receive alone may let it sleep (rndv_spin_us, see Tuning).
+  const bool rndv_only = !rrecvs_.empty() && tune_.rndv_spin_us != Tuning::kNever;
+  const uint64_t spin_ns =
+      uint64_t{rndv_only ? std::min(tune_.idle_spin_us, tune_.rndv_spin_us) : tune_.idle_spin_us} *
+      1000;
+  bool idle = idle_ >= tune_.idle_spins && idle_ns_ >= spin_ns &&
+              (rndv_only ? !sendsInFlight() : !inFlight());
   if (idle && idle_ns_ < spin_ns + uint64_t{tune_.idle_yield_us} * 1000) {
     // Keep the CPU but let the kernel run: rxe's deferred work (tasklets,
     // ksoftirqd) and a peer on the same CPU get it now, not at the next tick.
@@ -184,97 +190,12 @@ void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
   }
 }
 
-void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
-  if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-    finishRecv(ntohl(wc.imm_data), Status::ok());
-    return;
-  }
-  const char* buf = c.rbuf.data() + (wc.wr_id & 0xffffffffu) * size_t{tune_.recv_bytes};
-  MsgHdr mh;
-  bool ok = wc.byte_len >= sizeof(MsgHdr);
-  if (ok) {
-    std::memcpy(&mh, buf, sizeof(mh));
-    size_t need = sizeof(MsgHdr) + mh.hdr_len;
-    if (mh.kind == static_cast<uint8_t>(MsgKind::kEager)) need += mh.len;
-    ok = mh.hdr_len <= kMaxCoreHeader && mh.len <= (uint64_t{1} << 48) && wc.byte_len >= need;
-  }
-  if (!ok) {
-    if (!c.reported) {
-      c.reported = true;
-      events_->onPeerError(
-          c.peer, Status(StatusCode::kProtocolError,
-                         "verbs: malformed message of " + std::to_string(wc.byte_len) + " bytes"));
-    }
-    return;
-  }
-  std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + sizeof(MsgHdr)),
-                                    mh.hdr_len);
-  switch (static_cast<MsgKind>(mh.kind)) {
-    case MsgKind::kEager: {
-      if (stats_.on && stats_.recv_polled_ns == 0) stats_.recv_polled_ns = Stats::nowNs();
-      Incoming in;
-      in.length = mh.len;
-      in.data = buf + sizeof(MsgHdr) + mh.hdr_len;
-      events_->onMessage(c.peer, header, in);
-      if (in.retain_into != nullptr) {
-        auto* r = new Retained();
-        auto* p = static_cast<const char*>(in.data);
-        r->copy.assign(p, p + mh.len);
-        *in.retain_into = r;
-      }
-      return;
-    }
-    case MsgKind::kRts: {
-      Incoming in;
-      in.length = mh.len;
-      events_->onMessage(c.peer, header, in);
-      auto* r = new Retained();
-      r->rndv = true;
-      r->qpn = c.qpn;
-      r->send_id = mh.send_id;
-      r->len = mh.len;
-      if (stats_.on) r->arrived_ns = Stats::nowNs();
-      if (in.retain_into != nullptr) {
-        *in.retain_into = r;
-      } else {
-        release(r);  // not wanted: the sender's post completes
-      }
-      return;
-    }
-    case MsgKind::kCts: {
-      auto it = rsends_.find(mh.send_id);
-      if (it == rsends_.end() || it->second.qpn != c.qpn) return;  // failed meanwhile
-      if ((mh.flags & kFlagDrop) != 0) {
-        finishRndvSend(mh.send_id, Status::ok());
-        return;
-      }
-      RndvSend s = it->second;
-      if (mh.len != s.len) {
-        finishRndvSend(mh.send_id,
-                       Status(StatusCode::kProtocolError,
-                              "verbs: peer offered " + std::to_string(mh.len) + " bytes for a " +
-                                  std::to_string(s.len) + "-byte payload"));
-        return;
-      }
-      if (stats_.on) stats_.onCts(it->second.rts_ns, Stats::nowNs());
-      rsends_.erase(it);
-      queueWrite(
-          c, RndvSendArgs{s.token, s.data, s.len, s.lkey, s.own_mr, mh.addr, mh.rkey, mh.recv_id});
-      return;
-    }
-  }
-  if (!c.reported) {
-    c.reported = true;
-    events_->onPeerError(c.peer, Status(StatusCode::kProtocolError,
-                                        "verbs: unknown message kind " + std::to_string(mh.kind)));
-  }
-}
-
 int VerbsBackend::eventFd() {
   return dev_->channel->fd;
 }
 
 bool VerbsBackend::arm() {
+  if (flushAllRts()) return false;
   if (!sends_done_.empty() || !recvs_done_.empty() || !polled_.empty() ||
       !pending_peer_errors_.empty()) {
     return false;

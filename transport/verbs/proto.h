@@ -11,6 +11,8 @@
 //             kFlagDrop, the payload is not wanted (the send completes).
 //   RDMA WRITE WITH IMMEDIATE recv_id: the payload of one rendezvous transfer
 //             (the receiver's receive() completes on its arrival).
+// A SEND may carry several records back to back, each padded to 8 bytes
+// (recordBytes): the sender batches the kRts of chunks posted together.
 // Fields are in the sender's byte order; both peers are little-endian x86 or
 // arm64 (the core's magic check rejects other pairs at the first message).
 #pragma once
@@ -20,7 +22,7 @@
 namespace tictac::transport::verbs {
 
 inline constexpr uint32_t kBlobMagic = 0x56425854;  // "TXBV"
-inline constexpr uint16_t kBlobVersion = 1;
+inline constexpr uint16_t kBlobVersion = 2;  // 2: several records per SEND
 
 struct AddressBlob {
   uint32_t magic = kBlobMagic;
@@ -58,5 +60,8 @@ inline constexpr size_t kMaxCoreHeader = 128;
 // largest inline SEND built on the stack.
 inline constexpr uint64_t kRecvBit = uint64_t{1} << 63;
 inline constexpr size_t kInlineBuf = 512;
+
+// Bytes a record of n bytes takes in a SEND that carries several.
+constexpr size_t recordBytes(size_t n) { return (n + 7) & ~size_t{7}; }
 
 }  // namespace tictac::transport::verbs

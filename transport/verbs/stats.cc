@@ -86,7 +86,7 @@ void Stats::print(const char* who) const {
       "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"direct_sends\":%llu,\"cts\":%llu,\"cts_mean_"
       "us\":%.1f,"
       "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
-      "\"rts_pending_max\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
+      "\"rts_pending_max\":%llu,\"rts_msgs\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
       "\"cts_out_max_us\":%.0f,\"turns\":%llu,\"turn_mean_us\":%.2f,\"turn_max_us\":%.0f,"
       "\"pass_mean_us\":%.3f}\n",
       who, static_cast<unsigned long long>(progress_calls), static_cast<unsigned long long>(sleeps),
@@ -100,7 +100,7 @@ void Stats::print(const char* who) const {
       cts ? us(cts_ns) / static_cast<double>(cts) : 0.0, us(cts_max_ns),
       static_cast<unsigned long long>(bubbles), us(bubble_ns),
       rts ? static_cast<double>(rts_pending_sum) / static_cast<double>(rts) : 0.0,
-      static_cast<unsigned long long>(rts_pending_max),
+      static_cast<unsigned long long>(rts_pending_max), static_cast<unsigned long long>(rts_msgs),
       wq_posts ? static_cast<double>(wq_sum) / static_cast<double>(wq_posts) : 0.0,
       static_cast<unsigned long long>(cts_out),
       cts_out ? us(cts_out_ns) / static_cast<double>(cts_out) : 0.0, us(cts_out_max_ns),

@@ -32,6 +32,7 @@ struct Stats {
   uint64_t bubbles = 0, bubble_ns = 0;
   // Rendezvous sender: transfers awaiting their kCts when another kRts is
   // queued (sum and max), and WRITEs waiting in the backlog when one is posted.
+  uint64_t rts_msgs = 0;  // SENDs that carried kRts (fewer than rts: batches)
   uint64_t rts = 0, rts_pending_sum = 0, rts_pending_max = 0, wq_sum = 0, wq_posts = 0;
   // Rendezvous receiver: kRts polled -> its kCts posted.
   uint64_t cts_out = 0, cts_out_ns = 0, cts_out_max_ns = 0;

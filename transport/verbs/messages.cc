@@ -1,0 +1,189 @@
+// Verbs backend: the SEND messages' records on both sides (caller's thread,
+// under the core's lock): the receiver walks the records of each SEND, the
+// sender batches the kRts of the chunks the core posts in one pass.
+//
+// Why the batch: in the soft-RoCE guest rxe does all the work of a SEND (its
+// packet, the peer's receive, the ACK) inside the sender's ibv_post_send,
+// about 55 us each, while the sender's CPU is also the one moving the data.
+// A 64 KiB transfer paid one such handshake SEND per 1 ms of WRITE; the core
+// posts the chunks a completion pass admitted back to back (four at a time
+// in tictac-perf --test bw), so they share one SEND now.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/verbs/backend.h"
+
+namespace tictac::transport::verbs {
+
+void VerbsBackend::deferRts(Conn& c, Work w) {
+  c.rts_pending.push_back(w);
+  rts_deferred_ = true;
+  if (c.rts_pending.size() >= tune_.rts_batch) flushRts(c);
+}
+
+bool VerbsBackend::flushAllRts() {
+  if (!rts_deferred_) return false;
+  rts_deferred_ = false;
+  for (auto& [qpn, c] : conns_) {
+    if (!c->rts_pending.empty()) flushRts(*c);
+  }
+  return true;
+}
+
+void VerbsBackend::flushRts(Conn& c) {
+  if (c.rts_pending.empty()) return;
+  rts_scratch_.clear();
+  rts_scratch_.swap(c.rts_pending);  // queueWork may kill the Conn (which clears rts_pending)
+  if (stats_.on) ++stats_.rts_msgs;
+  if (rts_scratch_.size() == 1 || !postRtsBatch(c, rts_scratch_)) {
+    if (stats_.on) stats_.rts_msgs += rts_scratch_.size() - 1;
+    for (auto& w : rts_scratch_) {
+      if (c.dead) break;  // killConn failed their transfers already
+      queueWork(c, w);
+    }
+  }
+  rts_scratch_.clear();
+  std::swap(c.rts_pending, rts_scratch_);  // keep both capacities
+}
+
+// One SEND of every record, when it can go at once (nothing queued before it,
+// room in the send queue, and inline or a free bounce slot). False: the
+// caller queues them one by one.
+bool VerbsBackend::postRtsBatch(Conn& c, const std::vector<Work>& works) {
+  if (!c.backlog.empty() || c.dead || !c.connected || c.sq_used >= tune_.sq_depth) return false;
+  size_t total = 0;
+  for (const Work& w : works) total += recordBytes(sizeof(MsgHdr) + w.mh.hdr_len);
+  if (total > c.send_bytes) return false;
+  const bool inl = total <= max_inline_ && total <= kInlineBuf;
+  if (!inl && c.free_slots.empty()) return false;
+  alignas(8) char stack[kInlineBuf];
+  const int slot = inl ? -1 : static_cast<int>(c.free_slots.back());
+  char* p = inl ? stack : c.sbuf.data() + size_t(slot) * tune_.recv_bytes;
+  size_t off = 0;
+  for (const Work& w : works) {
+    size_t n = packMsg(p + off, w.mh, w.hdr, w.mh.hdr_len, nullptr, 0);
+    std::memset(p + off + n, 0, recordBytes(n) - n);
+    off += recordBytes(n);
+  }
+  uint64_t id = allocWork();
+  Work& b = works_[id];
+  b = works.front();  // its fail_send: a failed SEND kills the Conn, which fails the rest
+  b.live = true;
+  b.slot = slot;
+  b.posted_ns = 0;
+  if (postSend(c, id, p, total, inl) != 0) {
+    freeWork(id);
+    return false;
+  }
+  if (slot >= 0) c.free_slots.pop_back();
+  if (stats_.on) {
+    b.posted_ns = Stats::nowNs();
+    stats_.onMsgPosted(b.posted_ns);
+    if (inl) ++stats_.inline_sends;
+  }
+  c.sq_used++;
+  sq_total_++;
+  return true;
+}
+
+void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
+  if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+    finishRecv(ntohl(wc.imm_data), Status::ok());
+    return;
+  }
+  const char* buf = c.rbuf.data() + (wc.wr_id & 0xffffffffu) * size_t{tune_.recv_bytes};
+  size_t left = wc.byte_len;
+  for (;;) {
+    size_t used = recordBytes(onMsg(c, buf, left));
+    if (used == 0 || used >= left || c.dead) return;
+    buf += used;
+    left -= used;
+  }
+}
+
+size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
+  MsgHdr mh;
+  bool ok = bytes >= sizeof(MsgHdr);
+  size_t need = 0;
+  if (ok) {
+    std::memcpy(&mh, buf, sizeof(mh));
+    need = sizeof(MsgHdr) + mh.hdr_len;
+    if (mh.kind == static_cast<uint8_t>(MsgKind::kEager)) need += mh.len;
+    ok = mh.hdr_len <= kMaxCoreHeader && mh.len <= (uint64_t{1} << 48) && bytes >= need;
+  }
+  if (!ok) {
+    if (!c.reported) {
+      c.reported = true;
+      events_->onPeerError(
+          c.peer, Status(StatusCode::kProtocolError,
+                         "verbs: malformed message of " + std::to_string(bytes) + " bytes"));
+    }
+    return 0;
+  }
+  std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + sizeof(MsgHdr)),
+                                    mh.hdr_len);
+  switch (static_cast<MsgKind>(mh.kind)) {
+    case MsgKind::kEager: {
+      if (stats_.on && stats_.recv_polled_ns == 0) stats_.recv_polled_ns = Stats::nowNs();
+      Incoming in;
+      in.length = mh.len;
+      in.data = buf + sizeof(MsgHdr) + mh.hdr_len;
+      events_->onMessage(c.peer, header, in);
+      if (in.retain_into != nullptr) {
+        auto* r = new Retained();
+        auto* p = static_cast<const char*>(in.data);
+        r->copy.assign(p, p + mh.len);
+        *in.retain_into = r;
+      }
+      return need;
+    }
+    case MsgKind::kRts: {
+      Incoming in;
+      in.length = mh.len;
+      events_->onMessage(c.peer, header, in);
+      auto* r = new Retained();
+      r->rndv = true;
+      r->qpn = c.qpn;
+      r->send_id = mh.send_id;
+      r->len = mh.len;
+      if (stats_.on) r->arrived_ns = Stats::nowNs();
+      if (in.retain_into != nullptr) {
+        *in.retain_into = r;
+      } else {
+        release(r);  // not wanted: the sender's post completes
+      }
+      return need;
+    }
+    case MsgKind::kCts: {
+      auto it = rsends_.find(mh.send_id);
+      if (it == rsends_.end() || it->second.qpn != c.qpn) return need;  // failed meanwhile
+      if ((mh.flags & kFlagDrop) != 0) {
+        finishRndvSend(mh.send_id, Status::ok());
+        return need;
+      }
+      RndvSend s = it->second;
+      if (mh.len != s.len) {
+        finishRndvSend(mh.send_id,
+                       Status(StatusCode::kProtocolError,
+                              "verbs: peer offered " + std::to_string(mh.len) + " bytes for a " +
+                                  std::to_string(s.len) + "-byte payload"));
+        return need;
+      }
+      if (stats_.on) stats_.onCts(it->second.rts_ns, Stats::nowNs());
+      rsends_.erase(it);
+      queueWrite(
+          c, RndvSendArgs{s.token, s.data, s.len, s.lkey, s.own_mr, mh.addr, mh.rkey, mh.recv_id});
+      return need;
+    }
+  }
+  if (!c.reported) {
+    c.reported = true;
+    events_->onPeerError(c.peer, Status(StatusCode::kProtocolError,
+                                        "verbs: unknown message kind " + std::to_string(mh.kind)));
+  }
+  return 0;
+}
+
+}  // namespace tictac::transport::verbs
