@@ -195,6 +195,8 @@ class VerbsBackend final : public Backend {
   // payload; returns the total. p must hold that many bytes.
   // One signaled SEND of len bytes at p (in c's send MR, or inline): wr_id id.
   int postSend(Conn& c, uint64_t id, const char* p, size_t len, bool inl);
+  // A signaled work request of one SGE (the caller fills the rest).
+  static ibv_send_wr signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op, unsigned flags);
   static size_t packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,
                         const void* data, size_t len);
   Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
@@ -208,7 +210,7 @@ class VerbsBackend final : public Backend {
   // One record of a received SEND; returns its bytes (0: malformed, reported).
   size_t onMsg(Conn& c, const char* buf, size_t bytes);
   // kRts batching (messages.cc): defer one, post a Conn's, post every Conn's
-  // (true when something was posted), and the single-SEND post of a batch.
+  // (true when some were deferred), and the single-SEND post of a batch.
   void deferRts(Conn& c, Work w);
   void flushRts(Conn& c);
   bool flushAllRts();

@@ -54,14 +54,20 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
 
 int VerbsBackend::postSend(Conn& c, uint64_t id, const char* p, size_t len, bool inl) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(p), static_cast<uint32_t>(len), c.smr->lkey};
-  ibv_send_wr wr{};
+  ibv_send_wr wr = signaledWr(id, &sge, IBV_WR_SEND, inl ? IBV_SEND_INLINE : 0);
   ibv_send_wr* bad = nullptr;
-  wr.wr_id = id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
   return ibv_post_send(c.qp, &wr, &bad);
+}
+
+ibv_send_wr VerbsBackend::signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op,
+                                     unsigned flags) {
+  ibv_send_wr wr{};
+  wr.wr_id = id;
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.send_flags = IBV_SEND_SIGNALED | flags;
+  return wr;
 }
 
 size_t VerbsBackend::packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,

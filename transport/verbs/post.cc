@@ -159,39 +159,30 @@ void VerbsBackend::flush(Conn& c) {
 }
 
 int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
-  ibv_sge sge{};
-  ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
-  wr.wr_id = id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = IBV_SEND_SIGNALED;
   int slot = -1;
-  // An inline SEND is copied into the WQE by ibv_post_send: built on the
-  // stack, it needs no bounce slot (and none is held until its completion).
-  alignas(8) char inl[kInlineBuf];
+  int rc = 0;
+  bool inline_ok = false;
   if (w.kind == Work::kMsg) {
+    // An inline SEND is copied into the WQE by ibv_post_send: built on the
+    // stack, it needs no bounce slot (and none is held until its completion).
+    alignas(8) char inl[kInlineBuf];
     size_t total = sizeof(MsgHdr) + w.mh.hdr_len + w.len;
-    bool inline_ok = total <= max_inline_ && total <= sizeof(inl);
+    inline_ok = total <= max_inline_ && total <= sizeof(inl);
     if (!inline_ok && c.free_slots.empty()) return ENOMEM;
     if (!inline_ok) slot = static_cast<int>(c.free_slots.back());
     char* p = inline_ok ? inl : c.sbuf.data() + size_t(slot) * tune_.recv_bytes;
     packMsg(p, w.mh, w.hdr, w.mh.hdr_len, w.data, w.len);
-    sge.addr = reinterpret_cast<uintptr_t>(p);
-    sge.length = static_cast<uint32_t>(total);
-    sge.lkey = c.smr->lkey;
-    wr.opcode = IBV_WR_SEND;
-    if (inline_ok) wr.send_flags |= IBV_SEND_INLINE;
+    rc = postSend(c, id, p, total, inline_ok);
   } else {
-    sge.addr = reinterpret_cast<uintptr_t>(w.data);
-    sge.length = static_cast<uint32_t>(w.len);
-    sge.lkey = w.lkey;
-    wr.opcode = w.with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(w.data), static_cast<uint32_t>(w.len), w.lkey};
+    ibv_send_wr wr = signaledWr(
+        id, &sge, w.with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, 0);
+    ibv_send_wr* bad = nullptr;
     wr.imm_data = htonl(w.imm);
     wr.wr.rdma.remote_addr = w.raddr;
     wr.wr.rdma.rkey = w.rkey;
+    rc = ibv_post_send(c.qp, &wr, &bad);
   }
-  int rc = ibv_post_send(c.qp, &wr, &bad);
   if (rc != 0) return rc;
   if (stats_.on) {
     w.posted_ns = Stats::nowNs();
@@ -206,7 +197,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
       stats_.cts_out_ns += d;
       stats_.cts_out_max_ns = std::max(stats_.cts_out_max_ns, d);
     }
-    if ((wr.send_flags & IBV_SEND_INLINE) != 0) ++stats_.inline_sends;
+    if (inline_ok) ++stats_.inline_sends;
     if (w.kind == Work::kMsg) stats_.onMsgPosted(w.posted_ns);
   }
   if (slot >= 0) c.free_slots.pop_back();

@@ -195,7 +195,9 @@ int VerbsBackend::eventFd() {
 }
 
 bool VerbsBackend::arm() {
-  if (flushAllRts()) return false;
+  // Deferred kRts leave now; the notification requested below covers their
+  // completions (a false return would let the core's worker sleep blind).
+  flushAllRts();
   if (!sends_done_.empty() || !recvs_done_.empty() || !polled_.empty() ||
       !pending_peer_errors_.empty()) {
     return false;
