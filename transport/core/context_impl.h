@@ -172,8 +172,8 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void drainSubmissions();
   // Caller-driven contexts (no progress thread): starts `s` in the calling
   // thread when the core is free (after any queued submissions, which keep
-  // their order), and posts what the window admits of a send; false when the
-  // progress thread or another caller holds the core.
+  // their order), and posts a send that finds the scheduler idle; false when
+  // the progress thread or another caller holds the core.
   bool startNow(Submission& s);
   void startSend(Submission& s);
   void startExpect(Submission& s);
