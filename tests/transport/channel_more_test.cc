@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -14,6 +15,18 @@ namespace tictac::transport::test {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Runs body(i, k) for k in [0, per) in each of `threads` threads, i = t * per
+// + k, and joins them.
+void inThreads(int threads, int per, const std::function<void(int, int)>& body) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&body, t, per] {
+      for (int k = 0; k < per; ++k) body(t * per + k, k);
+    });
+  }
+  for (auto& t : pool) t.join();
+}
 
 class ChannelMoreTest : public BackendTest {};
 
@@ -72,17 +85,10 @@ TEST_P(ChannelMoreTest, SeveralThreadsSendWithProgressThread) {
     expects.push_back(e.value());
   }
   std::atomic<int> ok{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int k = 0; k < kPer; ++k) {
-        int i = t * kPer + k;
-        auto s = p.ab->send({uint64_t(i), 7, ""}, src[i].data(), len, Priority(k % 4));
-        if (s && s.value()->wait(30s).isOk()) ok++;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  inThreads(kThreads, kPer, [&](int i, int k) {
+    auto s = p.ab->send({uint64_t(i), 7, ""}, src[i].data(), len, Priority(k % 4));
+    if (s && s.value()->wait(30s).isOk()) ok++;
+  });
   EXPECT_EQ(ok.load(), kThreads * kPer);
   for (int i = 0; i < kThreads * kPer; ++i) {
     ASSERT_TRUE(expects[i]->wait(30s).isOk()) << i;
@@ -100,31 +106,23 @@ TEST_P(ChannelMoreTest, SeveralThreadsPostAndDriveWithoutProgressThread) {
   std::vector<std::vector<char>> src(kThreads * kPer), dst(kThreads * kPer);
   std::vector<std::atomic<int>> fired(2 * kThreads * kPer);
   std::atomic<int> ok{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int k = 0; k < kPer; ++k) {
-        int i = t * kPer + k;
-        size_t len = k % 3 == 0 ? 100000 : 64 + k;
-        src[i].resize(len);
-        dst[i].resize(len);
-        fillPattern(src[i].data(), len, i);
-        auto on = [&fired](int slot) { return [&fired, slot](const Status&) { fired[slot]++; }; };
-        auto e = p.ba->expect({uint64_t(i), 8, ""}, dst[i].data(), len, on(2 * i));
-        auto s =
-            p.ab->send({uint64_t(i), 8, ""}, src[i].data(), len, Priority(k % 4), on(2 * i + 1));
-        if (!e || !s) continue;
-        auto deadline = std::chrono::steady_clock::now() + 30s;
-        while (!(e.value()->done() && s.value()->done()) &&
-               std::chrono::steady_clock::now() < deadline) {
-          p.a->progress();
-          p.b->progress();
-        }
-        if (e.value()->status().isOk() && s.value()->status().isOk()) ok++;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  inThreads(kThreads, kPer, [&](int i, int k) {
+    size_t len = k % 3 == 0 ? 100000 : 64 + k;
+    src[i].resize(len);
+    dst[i].resize(len);
+    fillPattern(src[i].data(), len, i);
+    auto on = [&fired](int slot) { return [&fired, slot](const Status&) { fired[slot]++; }; };
+    auto e = p.ba->expect({uint64_t(i), 8, ""}, dst[i].data(), len, on(2 * i));
+    auto s = p.ab->send({uint64_t(i), 8, ""}, src[i].data(), len, Priority(k % 4), on(2 * i + 1));
+    if (!e || !s) return;
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!(e.value()->done() && s.value()->done()) &&
+           std::chrono::steady_clock::now() < deadline) {
+      p.a->progress();
+      p.b->progress();
+    }
+    if (e.value()->status().isOk() && s.value()->status().isOk()) ok++;
+  });
   EXPECT_EQ(ok.load(), kThreads * kPer);
   spin(p, 100);
   for (int i = 0; i < kThreads * kPer; ++i) {

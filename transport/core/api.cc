@@ -27,7 +27,7 @@ Status Op::wait(std::chrono::milliseconds timeout) {
   auto deadline = timeout == std::chrono::milliseconds::max()
                       ? Clock::time_point::max()
                       : Clock::now() + timeout;
-  if (pump_ && *pump_) {
+  if (pump_) {  // set only without a progress thread (never empty)
     unsigned idle = 0;
     while (!done()) {
       if (Clock::now() >= deadline) return {StatusCode::kTimeout, "wait: deadline passed"};
