@@ -119,28 +119,18 @@ TEST_P(ChannelTest, CancelExpectAndQueuedSend) {
   ASSERT_TRUE(driveUntilDone(p, {e.value()}));
   EXPECT_EQ(e.value()->status().code(), StatusCode::kCanceled);
   EXPECT_FALSE(p.ba->cancel(e.value()));  // finished: too late
-  // A send's first window leaves inside send() (caller-driven context); one
-  // queued behind a window-filling send can still be canceled.
-  std::vector<char> head(p.a->options().window_bytes, 3), src(1 << 20, 4);
-  std::vector<char> head_dst(head.size());
-  auto he = p.ba->expect({7, 0, ""}, head_dst.data(), head_dst.size());
-  auto h = p.ab->send({7, 0, ""}, head.data(), head.size());
+  std::vector<char> src(1 << 20, 4);
   auto s = p.ab->send({6, 0, ""}, src.data(), src.size());
-  ASSERT_TRUE(he && h && s);
-  EXPECT_FALSE(p.ab->cancel(h.value()));  // all handed to the backend already
+  ASSERT_TRUE(s);
   EXPECT_TRUE(p.ab->cancel(s.value()));
-  ASSERT_TRUE(driveUntilDone(p, {s.value(), h.value(), he.value()}));
+  ASSERT_TRUE(driveUntilDone(p, {s.value()}));
   EXPECT_EQ(s.value()->status().code(), StatusCode::kCanceled);
-  EXPECT_TRUE(h.value()->status().ok()) << h.value()->status().toString();
-  EXPECT_EQ(head_dst, head);
   roundTrip(p, 1000, 11);
 }
 
 TEST_P(ChannelTest, BackPressureIsAStatus) {
   Pair p = makePair(GetParam(), false, [](ContextOptions& o) { o.max_queued = 4; });
-  // Twice the window: the first send keeps half its bytes queued (a send's
-  // first window leaves inside send()), so every send stays counted.
-  std::vector<char> src(2 * p.a->options().window_bytes);
+  std::vector<char> src(1000);
   std::vector<OpHandle> ops;
   Status last;
   for (int i = 0; i < 10; ++i) {

@@ -171,8 +171,8 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void drainSubmissions();
   // Caller-driven contexts (no progress thread): starts `s` in the calling
   // thread when the core is free (after any queued submissions, which keep
-  // their order), and posts a send that finds the scheduler idle; false when
-  // the progress thread or another caller holds the core.
+  // their order); false when the progress thread or another caller holds
+  // the core. Chunks leave in the next progress().
   bool startNow(Submission& s);
   void startSend(Submission& s);
   void startExpect(Submission& s);

@@ -56,22 +56,16 @@ Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* 
 bool ContextImpl::startNow(Submission& s) {
   // Skips the submission queue (a lock, a copy, a swap and a later pass):
   // the op enters the core's tables and the scheduler here, as
-  // drainSubmissions() would do it. A send into an idle scheduler (nothing
-  // queued, nothing in flight) also goes to the backend at once, as the next
-  // progress() would post it first: a ping-pong's reply leaves before the
-  // caller's next expect() or progress(). Under contention sends only queue
-  // here (pumping from send() then measurably lengthened the urgent tail of
-  // `tictac-perf --test prio` in the soft-RoCE guest). Completions (failures
-  // included) still run only from progress(): a backend never reports an
-  // event from inside post().
+  // drainSubmissions() would do it; chunks leave in the next progress()
+  // (posting from send() let UCX tear down an endpoint still wiring up with
+  // a send pending: a UCX assertion under ASan), and completions (failures
+  // included) still run only from progress().
   if (opts_.progress_thread) return false;
   std::unique_lock<std::mutex> lock(core_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
   if (s.is_send) {
-    bool idle = sched_->knownOps() == 0;
     startSend(s);
-    if (idle) pump();
   } else {
     startExpect(s);
   }
