@@ -162,7 +162,7 @@ Result<Frame> recvFrame(int fd, Deadline deadline) {
                   "bootstrap: peer speaks version " + std::to_string(h.version) +
                       ", this side " + std::to_string(kVersion));
   }
-  if (h.type < 1 || h.type > 4) {
+  if (h.type < 1 || h.type > static_cast<uint16_t>(FrameType::kReady)) {
     return Status(StatusCode::kProtocolError, "bootstrap: unknown frame " + std::to_string(h.type));
   }
   if (h.length > kMaxFrame) {

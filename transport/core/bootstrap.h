@@ -7,12 +7,15 @@
 //   kRefuse    instead of a Hello: UTF-8 reason; the link is then closed
 //   kHeartbeat empty, every heartbeat_interval in both directions
 //   kBye       empty, orderly close
+//   kReady     empty, once, after the Hellos: the sender has registered the
+//              peer (its data path accepts the peer's messages from now on)
 // The connecting side sends its Hello first. All calls here are blocking with
 // deadlines and are used from one thread at a time per fd.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,10 +25,10 @@
 namespace tictac::transport::bootstrap {
 
 inline constexpr uint32_t kMagic = 0x42544354;  // "TCTB"
-inline constexpr uint16_t kVersion = 2;  // 2: data-path wire version 2
+inline constexpr uint16_t kVersion = 3;  // 2: data-path wire version 2; 3: kReady
 inline constexpr uint32_t kMaxFrame = 1 << 20;
 
-enum class FrameType : uint16_t { kHello = 1, kRefuse = 2, kHeartbeat = 3, kBye = 4 };
+enum class FrameType : uint16_t { kHello = 1, kRefuse = 2, kHeartbeat = 3, kBye = 4, kReady = 5 };
 
 struct FrameHeader {
   uint32_t magic = kMagic;
@@ -65,7 +68,13 @@ std::vector<uint8_t> encodeHello(const Hello& hello);
 Result<Hello> decodeHello(std::span<const uint8_t> payload);
 
 // Exchanges Hellos (the connecting side sends first) and validates the peer's:
-// same job token and backend, else kRefuse both ways and kProtocolError.
-Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline deadline);
+// same job token and backend, else kRefuse both ways and kProtocolError. Then
+// `admit` (when set) registers the peer with the caller's data path; its error
+// goes to the peer as kRefuse. Last, each side sends kReady and waits for the
+// peer's. So when handshake() returns ok the peer has admitted this side: a
+// message sent from now on is never dropped as coming from an unknown peer
+// (its data path may deliver before its bootstrap thread gets to register).
+Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline deadline,
+                        const std::function<Status(const Hello&)>& admit = {});
 
 }  // namespace tictac::transport::bootstrap

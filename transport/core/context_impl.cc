@@ -168,20 +168,28 @@ Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::strin
     mine.address = backend_->localAddress();
   }
   auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout;
-  auto theirs = bootstrap::handshake(fd, initiator, mine, deadline);
-  if (!theirs) {
-    ::close(fd);
-    return theirs.status();
-  }
-  {
+  // The peer is added before the handshake's last step (kReady both ways): a
+  // message the peer sends once its own setup returned would otherwise be
+  // dropped here as coming from an unknown peer, if it beat this thread to
+  // core_mu_ (the data path does not go through this bootstrap link).
+  bool added = false;
+  auto admit = [&](const bootstrap::Hello& h) {
     std::lock_guard<std::mutex> lock(core_mu_);
-    if (Status s = backend_->addPeer(id, theirs.value().address); !s) {
-      ::close(fd);
-      return s;
-    }
+    if (Status s = backend_->addPeer(id, h.address); !s) return s;
     Peer& p = peers_[id];
     p.name = name;
-    p.my_id_there = theirs.value().assigned_id;
+    p.my_id_there = h.assigned_id;
+    added = true;
+    return Status::ok();
+  };
+  auto theirs = bootstrap::handshake(fd, initiator, mine, deadline, admit);
+  if (!theirs) {
+    ::close(fd);
+    if (added) {
+      std::lock_guard<std::mutex> lock(core_mu_);
+      failPeer(id, theirs.status());  // the peer never confirmed: undo the addition
+    }
+    return theirs.status();
   }
   monitor_->add(id, fd);
   return id;

@@ -24,6 +24,22 @@ bool get(std::span<const uint8_t>& in, T* v) {
   return true;
 }
 
+// Reads the next frame, which must be of type `want` (a kRefuse carries the
+// peer's reason).
+Result<Frame> expectFrame(int fd, FrameType want, const char* what, Deadline deadline) {
+  auto frame = recvFrame(fd, deadline);
+  if (!frame) return frame.status();
+  if (frame.value().type == FrameType::kRefuse) {
+    const auto& p = frame.value().payload;
+    return Status(StatusCode::kProtocolError,
+                  "peer refused the connection: " + std::string(p.begin(), p.end()));
+  }
+  if (frame.value().type != want) {
+    return Status(StatusCode::kProtocolError, std::string("bootstrap: expected a ") + what);
+  }
+  return frame;
+}
+
 }  // namespace
 
 std::vector<uint8_t> encodeHello(const Hello& hello) {
@@ -53,21 +69,14 @@ Result<Hello> decodeHello(std::span<const uint8_t> in) {
   return h;
 }
 
-Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline deadline) {
+Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline deadline,
+                        const std::function<Status(const Hello&)>& admit) {
   auto sendMine = [&] { return sendFrame(fd, FrameType::kHello, encodeHello(mine)); };
   if (initiator) {
     if (Status s = sendMine(); !s) return s;
   }
-  auto frame = recvFrame(fd, deadline);
+  auto frame = expectFrame(fd, FrameType::kHello, "hello frame", deadline);
   if (!frame) return frame.status();
-  if (frame.value().type == FrameType::kRefuse) {
-    const auto& p = frame.value().payload;
-    return Status(StatusCode::kProtocolError,
-                  "peer refused the connection: " + std::string(p.begin(), p.end()));
-  }
-  if (frame.value().type != FrameType::kHello) {
-    return Status(StatusCode::kProtocolError, "bootstrap: expected a hello frame");
-  }
   auto theirs = decodeHello(frame.value().payload);
   if (!theirs) return theirs.status();
   std::string why;
@@ -85,6 +94,16 @@ Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline dead
   if (!initiator) {
     if (Status s = sendMine(); !s) return s;
   }
+  if (admit) {
+    if (Status s = admit(theirs.value()); !s) {
+      why = "cannot add the peer: " + s.message();
+      (void)sendFrame(fd, FrameType::kRefuse, std::vector<uint8_t>(why.begin(), why.end()));
+      return s;
+    }
+  }
+  if (Status s = sendFrame(fd, FrameType::kReady, {}); !s) return s;
+  auto ready = expectFrame(fd, FrameType::kReady, "ready frame", deadline);
+  if (!ready) return ready.status();
   return theirs;
 }
 
