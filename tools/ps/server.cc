@@ -78,8 +78,10 @@ int runServer(const Job& job, uint32_t rank) {
     hellos.push_back(e.value());
   }
   for (uint32_t i = 0; i < c.workers; ++i) {
-    if (!hellos[i]->wait(std::chrono::seconds(30)).isOk() || who[i] >= c.workers || ch[who[i]]) {
-      std::cerr << "tictac-ps ps" << rank << ": bad hello from " << accepted[i]->peerName() << "\n";
+    Status hs = hellos[i]->wait(std::chrono::seconds(30));
+    if (!hs.isOk() || who[i] >= c.workers || ch[who[i]]) {
+      std::cerr << "tictac-ps ps" << rank << ": bad hello from " << accepted[i]->peerName() << ": "
+                << (hs.isOk() ? "rank " + std::to_string(who[i]) + " out of range or taken" : hs.toString()) << "\n";
       return 1;
     }
     ch[who[i]] = accepted[i];

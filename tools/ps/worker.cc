@@ -62,7 +62,8 @@ int runWorker(const Job& job, uint32_t rank) {
     auto r = ctx.value()->connect(host, port);
     if (!r.isOk()) { std::cerr << "tictac-ps w" << rank << ": connect " << peer << ": " << r.status().toString() << "\n"; return 1; }
     auto h = r.value()->send(TensorKey{kCtrlHello, 0, ""}, &my_rank, sizeof my_rank, 0);
-    if (!h.isOk() || !h.value()->wait(std::chrono::seconds(30)).isOk()) { std::cerr << "tictac-ps w" << rank << ": hello failed\n"; return 1; }
+    Status hs = h.isOk() ? h.value()->wait(std::chrono::seconds(30)) : h.status();
+    if (!hs.isOk()) { std::cerr << "tictac-ps w" << rank << ": hello to " << peer << " failed: " << hs.toString() << "\n"; return 1; }
     ch.push_back(r.value());
   }
   auto postExpects = [&](uint32_t k) {
