@@ -10,17 +10,16 @@ namespace tictac::transport {
 
 // ---- Op -------------------------------------------------------------------
 Status Op::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return status_;
+  // status_ is final once done_ is set (release in finish(), acquire here).
+  if (done()) return status_;
+  return {StatusCode::kInProgress, {}};
 }
 
 void Op::finish(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    status_ = status;
-    done_.store(true, std::memory_order_release);
-  }
-  cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = status;
+  done_.store(true, std::memory_order_release);
+  if (cv_) cv_->notify_all();
 }
 
 Status Op::wait(std::chrono::milliseconds timeout) {
@@ -39,7 +38,8 @@ Status Op::wait(std::chrono::milliseconds timeout) {
     return status();
   }
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [&] { return done(); })) {
+  if (!cv_) cv_ = std::make_unique<std::condition_variable>();
+  if (!cv_->wait_until(lock, deadline, [&] { return done(); })) {
     return {StatusCode::kTimeout, "wait: deadline passed"};
   }
   return status_;

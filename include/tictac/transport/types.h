@@ -69,10 +69,13 @@ class Op {
  private:
   Pump pump_;  // Context::progress when no progress thread
   uint64_t id_ = 0;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::mutex mu_;
+  // Made by the first wait() that blocks (under mu_): most ops are never
+  // waited on by blocking, and a condition variable costs calls to build,
+  // signal and destroy on every op.
+  std::unique_ptr<std::condition_variable> cv_;
   std::atomic<bool> done_{false};
-  Status status_{StatusCode::kInProgress, ""};
+  Status status_;  // written once, by finish(), before done_ is set
 };
 
 using OpHandle = std::shared_ptr<Op>;
