@@ -177,6 +177,8 @@ Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::strin
     std::lock_guard<std::mutex> lock(core_mu_);
     if (Status s = backend_->addPeer(id, h.address); !s) return s;
     Peer& p = peers_[id];
+    if (peer_index_.size() <= id) peer_index_.resize(size_t{id} + 1, nullptr);
+    peer_index_[id] = &p;
     p.name = name;
     p.my_id_there = h.assigned_id;
     added = true;

@@ -225,7 +225,15 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   Op::Pump pump_fn_;  // what Op::wait() drives (null with a progress thread); set by create()
 
   std::mutex core_mu_;
-  std::unordered_map<uint32_t, Peer> peers_;
+  std::unordered_map<uint32_t, Peer> peers_;  // never erased (a lost peer stays, !alive)
+  // peers_'s values by id (node addresses are stable): the per-message paths
+  // look peers up here, without a hash-table call.
+  std::vector<Peer*> peer_index_;
+  Peer* findPeer(uint32_t id) { return id < peer_index_.size() ? peer_index_[id] : nullptr; }
+  Peer* livePeer(uint32_t id) {
+    Peer* p = findPeer(id);
+    return p != nullptr && p->alive ? p : nullptr;
+  }
   uint32_t next_peer_ = 1;
   // Per-message tables: slabs and flat maps, so that a warm context posts,
   // lands and completes tensors without allocating (slab_table.h, flat_map.h).

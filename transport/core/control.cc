@@ -7,8 +7,7 @@ namespace tictac::transport {
 void ContextImpl::startExpect(Submission& s) {
   PeerKey key{s.peer, s.key.iteration, s.key.id};
   auto fail = [&](Status st) { ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)}); };
-  auto pit = peers_.find(s.peer);
-  if (pit == peers_.end() || !pit->second.alive) {
+  if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
   }
   if (!expect_index_.insert(key, s.id).second) {
@@ -54,16 +53,16 @@ void ContextImpl::startExpect(Submission& s) {
 
 void ContextImpl::queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about,
                             StatusCode code) {
-  auto pit = peers_.find(peer);
-  if (pit == peers_.end() || !pit->second.alive) return;
+  Peer* p = livePeer(peer);
+  if (p == nullptr) return;
   wire::Header h;
   h.type = static_cast<uint8_t>(type);
-  h.src_peer = pit->second.my_id_there;
+  h.src_peer = p->my_id_there;
   h.tensor_id = about.tensor_id;
   h.iteration = about.iteration;
   h.op_id = about.op_id;
   h.status = static_cast<int32_t>(code);
-  pit->second.ctrl.push_back(h);
+  p->ctrl.push_back(h);
 }
 
 unsigned ContextImpl::flushControl() {

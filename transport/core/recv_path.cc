@@ -11,8 +11,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
   if (st && from != kUnknownPeer && from != h.src_peer) {
     st = Status(StatusCode::kProtocolError, "wire header names another peer");
   }
-  auto pit = peers_.find(h.src_peer);
-  if (st && (pit == peers_.end() || !pit->second.alive)) return;  // late message of a gone peer
+  if (st && livePeer(h.src_peer) == nullptr) return;  // late message of a gone peer
   if (!st) {
     if (from != kUnknownPeer) onPeerError(from, st);
     return;  // without a trustworthy peer id there is no one to blame: dropped
@@ -39,7 +38,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
 
 void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   PeerKey key{h.src_peer, h.iteration, h.tensor_id};
-  Peer& peer = peers_[h.src_peer];
+  Peer& peer = *findPeer(h.src_peer);  // onMessage() checked it
   uint64_t rkey = h.op_id ^ (uint64_t{h.src_peer} << 48);
   bool in_place = in.data != nullptr || h.length == 0;
   auto rj = rejected_.empty() ? rejected_.end() : rejected_.find(rkey);
@@ -85,7 +84,9 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
     if (h.length > 0) std::memcpy(r.dst + h.offset, in->data, h.length);
     r.received += h.length;
     r.seen_last |= last;
-    if (ack) peers_[h.src_peer].acks.push_back({h.op_id, h.offset, h.length});
+    if (Peer* p = findPeer(h.src_peer); ack && p != nullptr) {
+      p->acks.push_back({h.op_id, h.offset, h.length});
+    }
     tryFinishExpect(rid);
     return;
   }
@@ -137,9 +138,8 @@ void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
   }
   r.received += l.len;
   r.seen_last |= l.last;
-  auto pit = peers_.find(l.peer);
-  if (l.ack && pit != peers_.end() && pit->second.alive) {
-    pit->second.acks.push_back({l.send_op, l.offset, l.len});
+  if (Peer* p = livePeer(l.peer); l.ack && p != nullptr) {
+    p->acks.push_back({l.send_op, l.offset, l.len});
   }
   tryFinishExpect(l.recv_op);
 }

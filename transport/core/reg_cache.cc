@@ -18,8 +18,7 @@ void RegCache::noteUnmap(const void* addr, size_t len) {
   spin_.clear(std::memory_order_release);
 }
 
-void RegCache::applyPending() {
-  if (!any_pending_.load(std::memory_order_acquire)) return;
+void RegCache::applyPendingSlow() {
   std::array<Range, 256> local;
   size_t n = 0;
   bool overflow = false;

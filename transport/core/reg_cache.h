@@ -52,7 +52,11 @@ class RegCache {
   struct Range {
     uintptr_t begin, end;
   };
-  void applyPending();
+  // Applies invalidations recorded by the unmap hook (none: no call).
+  void applyPending() {
+    if (any_pending_.load(std::memory_order_acquire)) applyPendingSlow();
+  }
+  void applyPendingSlow();
   void invalidate(uintptr_t begin, uintptr_t end);
 
   Backend* backend_;

@@ -11,7 +11,7 @@ unsigned ContextImpl::pump() {
     pace_retry_.store(INT64_MAX, std::memory_order_relaxed);
     return 0;
   }
-  auto now = SendScheduler::Clock::now();
+  auto now = SendScheduler::now();
   auto retry = SendScheduler::Clock::time_point::max();
   while (auto c = sched_->next(now, &retry)) {
     SendOp* found = sends_.find(c->op_id);
@@ -20,7 +20,7 @@ unsigned ContextImpl::pump() {
       continue;
     }
     SendOp& op = *found;
-    auto pit = peers_.find(op.peer);
+    const Peer* peer = findPeer(op.peer);  // ops of a lost peer left the scheduler
     Post post;
     post.op = c->op_id;
     post.peer = op.peer;
@@ -29,7 +29,7 @@ unsigned ContextImpl::pump() {
     if (c->length > 0 && backend_->confirmsDelivery(c->length, op.region)) {
       post.h.flags |= wire::kFlagNoAck;
     }
-    post.h.src_peer = pit->second.my_id_there;
+    post.h.src_peer = peer->my_id_there;
     post.h.iteration = op.iteration;
     post.h.tensor_id = op.tensor;
     post.h.op_id = c->op_id;

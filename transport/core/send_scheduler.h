@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <vector>
@@ -86,6 +87,13 @@ struct Chunk {
 class SendScheduler {
  public:
   using Clock = std::chrono::steady_clock;
+  // Clock::now() without the out-of-line call into libstdc++ (the same
+  // clock, CLOCK_MONOTONIC): read on every send and every pump.
+  static Clock::time_point now() {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+  }
 
   struct PriorityCounters {
     uint64_t bytes_sent = 0;        // payload bytes handed out by next()
@@ -103,7 +111,7 @@ class SendScheduler {
   // bytes (nothing is queued: retry after next() drained some); kInvalidArgument
   // when op_id is already known. `now` is the enqueue time for queueing delay.
   Status enqueue(const SendRequest& request, Clock::time_point now);
-  Status enqueue(const SendRequest& request) { return enqueue(request, Clock::now()); }
+  Status enqueue(const SendRequest& request) { return enqueue(request, now()); }
 
   // The next chunk to hand to the backend, or nullopt when nothing is queued,
   // the window is full, or pacing holds it. On nullopt, *retry_at (if given) is
@@ -111,7 +119,7 @@ class SendScheduler {
   // only an enqueue() or ack() can change the answer. A returned chunk counts
   // against the window until ack().
   std::optional<Chunk> next(Clock::time_point now, Clock::time_point* retry_at = nullptr);
-  std::optional<Chunk> next() { return next(Clock::now()); }
+  std::optional<Chunk> next() { return next(now()); }
 
   // The receiver confirmed `length` bytes of op (or the backend failed them):
   // returns that much window credit. Unknown ops (finished, failed peer) and

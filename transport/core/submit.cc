@@ -91,12 +91,11 @@ void ContextImpl::drainSubmissions() {
 }
 
 void ContextImpl::startSend(Submission& s) {
-  auto pit = peers_.find(s.peer);
   auto fail = [&](Status st) {
     queued_sends_.fetch_sub(1);
     ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)});
   };
-  if (pit == peers_.end() || !pit->second.alive) {
+  if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
   }
   if (!send_keys_.insert(PeerKey{s.peer, s.key.iteration, s.key.id}, true).second) {

@@ -22,8 +22,7 @@ void TokenBucket::refill(Clock::time_point now) {
   last_ = now;
 }
 
-bool TokenBucket::tryConsume(size_t bytes, Clock::time_point now, Clock::time_point* ready_at) {
-  if (!enabled()) return true;
+bool TokenBucket::consume(size_t bytes, Clock::time_point now, Clock::time_point* ready_at) {
   refill(now);
   double need = std::min(static_cast<double>(bytes), burst_);
   if (tokens_ + 1e-6 >= need) {  // tolerance: ready_at rounds the wait to whole ns

@@ -27,11 +27,14 @@ class TokenBucket {
   // Otherwise returns false and sets *ready_at (if given) to the earliest time
   // at which the same call would succeed. Times earlier than the latest one
   // seen add no tokens.
-  bool tryConsume(size_t bytes, Clock::time_point now, Clock::time_point* ready_at = nullptr);
+  bool tryConsume(size_t bytes, Clock::time_point now, Clock::time_point* ready_at = nullptr) {
+    return !enabled() || consume(bytes, now, ready_at);  // unpaced: no call
+  }
 
   double tokens() const { return tokens_; }  // current balance in bytes (may be < 0)
 
  private:
+  bool consume(size_t bytes, Clock::time_point now, Clock::time_point* ready_at);
   void refill(Clock::time_point now);
 
   double bytes_per_ns_ = 0;
