@@ -157,6 +157,7 @@ struct Side {
   bool initiator;
   Status admit_result;
   Result<bs::Hello> out = Status(StatusCode::kTimeout, "not run");
+  bool close_on_return = false;  // close the fd as soon as handshake() returns (as setupPeer does)
 };
 
 void handshakePair(Side& x, Side& y, std::vector<std::string>& log) {
@@ -174,14 +175,15 @@ void handshakePair(Side& x, Side& y, std::vector<std::string>& log) {
       return s.admit_result;
     };
     s.out = bs::handshake(fd, s.initiator, h, Clock::now() + 10s, admit);
+    if (s.close_on_return) ::close(fd);
     std::lock_guard<std::mutex> l(mu);
     log.push_back(me + (s.out ? " returned" : " failed"));
   };
   std::thread tx([&] { run(x, sv[0], "x"); });
   run(y, sv[1], "y");
   tx.join();
-  ::close(sv[0]);
-  ::close(sv[1]);
+  if (!x.close_on_return) ::close(sv[0]);
+  if (!y.close_on_return) ::close(sv[1]);
 }
 
 size_t at(const std::vector<std::string>& log, const std::string& what) {
@@ -214,6 +216,23 @@ TEST(Handshake, AnAdmitErrorIsTheRefusalThePeerSees) {
   EXPECT_EQ(y.out.status().code(), StatusCode::kProtocolError);
   EXPECT_NE(y.out.status().message().find("no endpoint today"), std::string::npos)
       << y.out.status().toString();
+}
+
+// The refusing side closes its socket at once, with the peer's Ready still
+// unread: the refusal must still reach the peer (not a reset in its place).
+TEST(Handshake, AnAdmitErrorSurvivesAnImmediateClose) {
+  for (bool refuser_initiates : {true, false}) {
+    Side x{refuser_initiates, Status(StatusCode::kIoError, "no endpoint today")};
+    Side y{!refuser_initiates, Status::ok()};
+    x.close_on_return = true;
+    std::vector<std::string> log;
+    handshakePair(x, y, log);
+    ASSERT_FALSE(x.out);
+    ASSERT_FALSE(y.out);
+    EXPECT_EQ(y.out.status().code(), StatusCode::kProtocolError) << y.out.status().toString();
+    EXPECT_NE(y.out.status().message().find("no endpoint today"), std::string::npos)
+        << y.out.status().toString();
+  }
 }
 
 }  // namespace

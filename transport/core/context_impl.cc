@@ -96,7 +96,7 @@ void ContextImpl::progressLoop() {
       continue;
     }
     int64_t retry = pace_retry_.load(std::memory_order_relaxed);
-    auto now = Clock::now();
+    auto now = SendScheduler::now();  // the clock pace_retry_ comes from
     auto until_retry = retry == INT64_MAX ? Clock::duration::max()
                                           : Clock::time_point(Clock::duration(retry)) - now;
     if (until_retry <= Clock::duration::zero()) continue;  // pacing admits a chunk now

@@ -1,6 +1,8 @@
 // Hello encoding and the handshake of the bootstrap link (see bootstrap.h).
 // Hello payload: u64 job_token | u32 assigned_id | u16 backend name length |
 // u32 address length | backend name | address blob (little-endian).
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -40,6 +42,18 @@ Result<Frame> expectFrame(int fd, FrameType want, const char* what, Deadline dea
   return frame;
 }
 
+// Sends a refusal after the Hellos, when the peer may already have sent its
+// Ready: closing with unread data would reset the connection and could destroy
+// the refusal before the peer reads it. So: refuse, half-close, and read what
+// the peer still sends until it closes (at most 200 ms).
+void refuseAndLinger(int fd, const std::string& why) {
+  (void)sendFrame(fd, FrameType::kRefuse, std::vector<uint8_t>(why.begin(), why.end()));
+  ::shutdown(fd, SHUT_WR);
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (recvFrame(fd, until)) {
+  }
+}
+
 }  // namespace
 
 std::vector<uint8_t> encodeHello(const Hello& hello) {
@@ -71,6 +85,7 @@ Result<Hello> decodeHello(std::span<const uint8_t> in) {
 
 Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline deadline,
                         const std::function<Status(const Hello&)>& admit) {
+  const auto budget = deadline - std::chrono::steady_clock::now();
   auto sendMine = [&] { return sendFrame(fd, FrameType::kHello, encodeHello(mine)); };
   if (initiator) {
     if (Status s = sendMine(); !s) return s;
@@ -96,13 +111,20 @@ Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline dead
   }
   if (admit) {
     if (Status s = admit(theirs.value()); !s) {
-      why = "cannot add the peer: " + s.message();
-      (void)sendFrame(fd, FrameType::kRefuse, std::vector<uint8_t>(why.begin(), why.end()));
+      refuseAndLinger(fd, "cannot add the peer: " + s.message());
       return s;
     }
   }
-  if (Status s = sendFrame(fd, FrameType::kReady, {}); !s) return s;
-  auto ready = expectFrame(fd, FrameType::kReady, "ready frame", deadline);
+  // The peer's Ready waits on its own admit, which may take long (a verbs
+  // rdma_cm connection): it gets the whole budget again from here.
+  Deadline ready_by = std::max(deadline, std::chrono::steady_clock::now() + budget);
+  if (Status s = sendFrame(fd, FrameType::kReady, {}); !s) {
+    // Most likely the peer refused and closed: its reason beats "broken pipe".
+    auto refusal = expectFrame(fd, FrameType::kReady, "ready frame",
+                               std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+    return !refusal && refusal.status().code() == StatusCode::kProtocolError ? refusal.status() : s;
+  }
+  auto ready = expectFrame(fd, FrameType::kReady, "ready frame", ready_by);
   if (!ready) return ready.status();
   return theirs;
 }
