@@ -42,12 +42,16 @@ Result<Frame> expectFrame(int fd, FrameType want, const char* what, Deadline dea
   return frame;
 }
 
-// Sends a refusal after the Hellos, when the peer may already have sent its
-// Ready: closing with unread data would reset the connection and could destroy
-// the refusal before the peer reads it. So: refuse, half-close, and read what
-// the peer still sends until it closes (at most 200 ms).
-void refuseAndLinger(int fd, const std::string& why) {
+void refuse(int fd, const std::string& why) {
   (void)sendFrame(fd, FrameType::kRefuse, std::vector<uint8_t>(why.begin(), why.end()));
+}
+
+// Refuses after the Hellos, when the peer may already have sent its Ready:
+// closing with unread data would reset the connection and could destroy the
+// refusal before the peer reads it. So: refuse, half-close, and read what the
+// peer still sends until it closes (at most 200 ms).
+void refuseAndLinger(int fd, const std::string& why) {
+  refuse(fd, why);
   ::shutdown(fd, SHUT_WR);
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   while (recvFrame(fd, until)) {
@@ -102,8 +106,7 @@ Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline dead
     why = "backend mismatch ('" + theirs.value().backend + "' vs '" + mine.backend + "')";
   }
   if (!why.empty()) {
-    std::vector<uint8_t> reason(why.begin(), why.end());
-    (void)sendFrame(fd, FrameType::kRefuse, reason);
+    refuse(fd, why);
     return Status(StatusCode::kProtocolError, "refused peer: " + why);
   }
   if (!initiator) {

@@ -84,7 +84,7 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
     if (h.length > 0) std::memcpy(r.dst + h.offset, in->data, h.length);
     r.received += h.length;
     r.seen_last |= last;
-    if (Peer* p = findPeer(h.src_peer); ack && p != nullptr) {
+    if (Peer* p = ack ? findPeer(h.src_peer) : nullptr) {
       p->acks.push_back({h.op_id, h.offset, h.length});
     }
     tryFinishExpect(rid);
@@ -138,7 +138,7 @@ void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
   }
   r.received += l.len;
   r.seen_last |= l.last;
-  if (Peer* p = livePeer(l.peer); l.ack && p != nullptr) {
+  if (Peer* p = l.ack ? livePeer(l.peer) : nullptr) {
     p->acks.push_back({l.send_op, l.offset, l.len});
   }
   tryFinishExpect(l.recv_op);
