@@ -104,6 +104,11 @@ void Context::releaseMemory(const void* addr, size_t len) { impl_->releaseMemory
 RegistrationStats Context::registrationStats() const { return impl_->registrationStats(); }
 std::vector<PriorityStats> Context::priorityStats() const { return impl_->priorityStats(); }
 unsigned Context::progress() { return impl_->progress(); }
+unsigned Context::progress(std::chrono::microseconds max_wait) {
+  return impl_->progressFor(max_wait);
+}
+int Context::eventFd() { return impl_->eventFd(); }
+bool Context::arm() { return impl_->arm(); }
 const ContextOptions& Context::options() const { return impl_->options(); }
 std::string Context::backendName() const { return impl_->backendName(); }
 

@@ -1,6 +1,5 @@
 #include "transport/core/context_impl.h"
 
-#include <poll.h>
 #include <unistd.h>
 
 #include "transport/core/bootstrap.h"
@@ -10,6 +9,8 @@ namespace tictac::transport {
 namespace {
 thread_local int t_in_callbacks = 0;  // >0 while this thread runs completions
 }
+
+bool ContextImpl::inCallbacks() { return t_in_callbacks > 0; }
 
 ContextImpl::ContextImpl(const ContextOptions& options) : opts_(options) {}
 
@@ -84,39 +85,6 @@ ContextImpl::~ContextImpl() {
   --t_in_callbacks;
   cache_->clear();
   backend_.reset();
-}
-
-void ContextImpl::progressLoop() {
-  using Clock = SendScheduler::Clock;
-  constexpr auto kMaxSleep = std::chrono::milliseconds(1);
-  unsigned idle = 0;
-  while (!stop_) {
-    if (progress() > 0) {
-      idle = 0;
-      continue;
-    }
-    int64_t retry = pace_retry_.load(std::memory_order_relaxed);
-    auto now = SendScheduler::now();  // the clock pace_retry_ comes from
-    auto until_retry = retry == INT64_MAX ? Clock::duration::max()
-                                          : Clock::time_point(Clock::duration(retry)) - now;
-    if (until_retry <= Clock::duration::zero()) continue;  // pacing admits a chunk now
-    // Spin a little for latency, unless pacing tells how long nothing will go.
-    if (until_retry > kMaxSleep && ++idle < 1000) continue;
-    // Idle: sleep on the backend's event fd (so two cores are not both spun),
-    // at most until pacing admits the next chunk, and at most 1 ms.
-    int fd = -1;
-    {
-      std::lock_guard<std::mutex> lock(core_mu_);
-      if (backend_->arm()) fd = backend_->eventFd();
-    }
-    if (sub_pending_) continue;
-    auto sleep = std::min<Clock::duration>(until_retry, kMaxSleep);
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sleep).count();
-    timespec ts{0, static_cast<long>(ns)};
-    pollfd p{fd, POLLIN, 0};
-    ::ppoll(&p, fd >= 0 ? 1 : 0, &ts, nullptr);
-    idle = 0;
-  }
 }
 
 unsigned ContextImpl::progress() {

@@ -77,6 +77,17 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   Result<uint32_t> setupPeer(int fd, bool initiator, const std::string& name);
 
   unsigned progress();
+  // Caller-driven sleep (wait.cc; Context::eventFd/arm/progress(timeout)).
+  // eventFd(): the backend's fd, -1 when it cannot sleep. arm(): true when
+  // the caller may sleep until eventFd() is readable: nothing is pending
+  // (no submission, no backend event, no pacing deadline); false from inside
+  // a completion. progressFor(): progress(), and when it handled nothing,
+  // sleep on the fd (at most max_wait, and at most until pacing admits a
+  // chunk) and progress() again.
+  int eventFd();
+  bool arm();
+  unsigned progressFor(std::chrono::nanoseconds max_wait);
+  static bool inCallbacks();  // this thread is running completions
   Status registerMemory(const void* addr, size_t len);
   void releaseMemory(const void* addr, size_t len);
   RegistrationStats registrationStats();
@@ -208,6 +219,7 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void tryFinishSend(uint64_t id);
   void tryFinishExpect(uint64_t id);
   void progressLoop();
+  bool armIdle();  // arm() without the pacing condition (wait.cc)
 
   ContextOptions opts_;
   std::unique_ptr<Backend> backend_;

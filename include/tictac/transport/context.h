@@ -103,6 +103,22 @@ class Context {
   // Returns the number of events handled (0 when idle or when another thread
   // is inside progress()).
   unsigned progress();
+  // The same, but when that pass handled nothing, sleeps until the backend has
+  // events (a message, a completion) or `max_wait` passed, then runs progress
+  // once more: a caller-driven loop that need not spin a core. Pacing
+  // (rate_gbps) shortens the sleep to when the next chunk may leave. A send()
+  // or expect() from another thread does not end the sleep early (the chunk
+  // leaves at the next pass). With progress_thread set it returns at once.
+  unsigned progress(std::chrono::microseconds max_wait);
+  // For a caller that sleeps on several contexts (or in its own event loop),
+  // as with ucp_worker_get_efd/ucp_worker_arm: when arm() returns true,
+  // eventFd() becomes readable once this context has events, and the caller
+  // may sleep on it (then call progress()). False means "call progress()
+  // now": something is pending, pacing waits for a time rather than an event,
+  // the backend cannot sleep (eventFd() is -1), a progress thread runs, or
+  // the call came from inside a completion. Same cross-thread caveat as above.
+  int eventFd();
+  bool arm();
 
   const ContextOptions& options() const;
   std::string backendName() const;

@@ -1,0 +1,93 @@
+// Sleeping instead of spinning: the progress thread's idle path and the
+// caller-driven equivalents (Context::eventFd/arm/progress(timeout)).
+//
+// A context may sleep only on its backend's event fd (UCX's worker efd, the
+// verbs completion channel) after arming it, and only when nothing is pending
+// that the fd would not announce: a submission from another thread, an
+// event the backend already holds, or a pacing deadline (the token bucket
+// admits the next chunk at a time, not on an event).
+#include <poll.h>
+
+#include <algorithm>
+
+#include "transport/core/context_impl.h"
+
+namespace tictac::transport {
+
+namespace {
+using Clock = SendScheduler::Clock;
+
+// ppoll on fd (none when fd < 0) for at most `d`.
+void sleepOn(int fd, Clock::duration d) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  pollfd p{fd, POLLIN, 0};
+  ::ppoll(&p, fd >= 0 ? 1 : 0, &ts, nullptr);
+}
+
+// How long until pacing admits a chunk: max() when no pacing wait is pending.
+Clock::duration untilPacing(const std::atomic<int64_t>& retry_at) {
+  int64_t retry = retry_at.load(std::memory_order_relaxed);
+  if (retry == INT64_MAX) return Clock::duration::max();
+  return Clock::time_point(Clock::duration(retry)) - SendScheduler::now();
+}
+}  // namespace
+
+void ContextImpl::progressLoop() {
+  constexpr auto kMaxSleep = std::chrono::milliseconds(1);
+  unsigned idle = 0;
+  while (!stop_) {
+    if (progress() > 0) {
+      idle = 0;
+      continue;
+    }
+    auto until_retry = untilPacing(pace_retry_);
+    if (until_retry <= Clock::duration::zero()) continue;  // pacing admits a chunk now
+    // Spin a little for latency, unless pacing tells how long nothing will go.
+    if (until_retry > kMaxSleep && ++idle < 1000) continue;
+    // Idle: sleep on the backend's event fd (so two cores are not both spun),
+    // at most until pacing admits the next chunk, and at most 1 ms. A backend
+    // that cannot arm is polled every millisecond.
+    int fd = -1;
+    {
+      std::lock_guard<std::mutex> lock(core_mu_);
+      if (backend_->arm()) fd = backend_->eventFd();
+    }
+    if (sub_pending_) continue;
+    sleepOn(fd, std::min<Clock::duration>(until_retry, kMaxSleep));
+    idle = 0;
+  }
+}
+
+int ContextImpl::eventFd() { return backend_->eventFd(); }
+
+bool ContextImpl::armIdle() {
+  if (inCallbacks() || progress_thread_.joinable()) return false;
+  if (sub_pending_.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(core_mu_);
+  if (!ready_.empty() || backend_->eventFd() < 0) return false;
+  return backend_->arm();
+}
+
+bool ContextImpl::arm() {
+  return pace_retry_.load(std::memory_order_relaxed) == INT64_MAX && armIdle();
+}
+
+unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
+  unsigned n = progress();
+  if (n > 0 || inCallbacks() || progress_thread_.joinable()) return n;
+  auto deadline = SendScheduler::now() + max_wait;
+  for (;;) {
+    auto left = deadline - SendScheduler::now();
+    if (left <= Clock::duration::zero()) return 0;
+    auto sleep = std::min<Clock::duration>(left, untilPacing(pace_retry_));
+    if (sleep > Clock::duration::zero() && armIdle()) {
+      sleepOn(backend_->eventFd(), sleep);
+      return progress();
+    }
+    // Something is pending (or the backend cannot sleep): progress again.
+    if ((n = progress()) > 0) return n;
+  }
+}
+
+}  // namespace tictac::transport
