@@ -17,6 +17,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   uint64_t warmup = o.warmup >= 0 ? static_cast<uint64_t>(o.warmup) : iters / 10;
   RunConfig cfg{kBw, 0, size, warmup + iters, 0};
   if (Status st = sendConfig(s, cfg); !st) return {{"error", st.toString()}};
+  if (Status st = waitReady(s, *s.ch); !st) return {{"error", st.toString()}};
   Buffer buf(size, 'x');
   std::vector<Clock::time_point> posted(warmup + iters);
   std::vector<double> lat;
@@ -57,6 +58,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
 json runLat(Session& s, const Options& o, size_t size, uint64_t iters) {
   RunConfig cfg{kLat, 0, size, iters, 0};
   if (Status st = sendConfig(s, cfg); !st) return {{"error", st.toString()}};
+  if (Status st = waitReady(s, *s.ch); !st) return {{"error", st.toString()}};
   Buffer out(size, 'p'), in(size, 0);
   std::vector<double> half;
   auto t0 = Clock::now();
@@ -93,6 +95,7 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
     s.ctx.push_back(extra);
     urgent_ch = s.ch2.get();
   }
+  if (Status st = waitReady(s, *s.ch); !st) return {{"error", st.toString()}};
   Priority hi_prio = mode == kFifo ? 100 : 1, lo_prio = 100;
   Buffer hbuf(size, 'u'), lbuf(o.bulk, 'b');
   std::vector<Clock::time_point> sent(iters);

@@ -71,6 +71,17 @@ Status sendConfig(Session& s, const RunConfig& cfg) {
   return s.wait(op.value());
 }
 
+Status sendReady(Session& s, transport::Channel& ch) {
+  auto op = ch.send({kReadyId, s.run, ""}, nullptr, 0, 0);
+  return op ? Status() : op.status();
+}
+
+Status waitReady(Session& s, transport::Channel& ch) {
+  auto e = ch.expect({kReadyId, s.run, ""}, nullptr, 0);
+  if (!e) return e.status();
+  return s.wait(e.value());
+}
+
 void printRow(const json& r, bool header) {
   if (header) {
     std::fprintf(stderr, "%s\n", std::string(100, '-').c_str());

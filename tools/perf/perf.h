@@ -27,7 +27,7 @@ using nlohmann::json;
 
 // Tensor id spaces of one run (the low bits count within a space).
 constexpr uint64_t kConfigId = 5ull << 40, kUrgent = 1ull << 40, kBulk = 2ull << 40,
-                   kReply = 3ull << 40, kDone = 4ull << 40;
+                   kReply = 3ull << 40, kDone = 4ull << 40, kReadyId = 6ull << 40;
 
 enum Test : uint32_t { kBw = 1, kLat = 2, kPrio = 3, kQuit = 9 };
 enum Mode : uint32_t { kPriority = 0, kFifo = 1, kIsolated = 2 };
@@ -102,6 +102,13 @@ struct ExpectRing {
 
 // Sends the run's config tensor and waits for its completion.
 Status sendConfig(Session& s, const RunConfig& cfg);
+// Start of a run: the server sends a 0-byte ready tensor once its buffers are
+// allocated and its first expects are posted (sendReady), and the client
+// starts the clock only after it arrived (waitReady), as perftest syncs both
+// sides before measuring. Without it, a prio run's first urgent tensors waited
+// for the server's buffer set-up (up to 4 ms), enough to move the p99 of 2000.
+Status sendReady(Session& s, transport::Channel& ch);
+Status waitReady(Session& s, transport::Channel& ch);
 // One perftest-like table row on stderr (with the header first when asked).
 void printRow(const json& r, bool header);
 

@@ -15,6 +15,8 @@ int serve(Session& s, transport::Listener& listener) {
     Buffer buf(cfg.size, 0), bulk(cfg.bulk, 0);
     if (cfg.test == kBw) {
       ExpectRing ring{s.ch.get(), 0, cfg.iters, 0, 0, s.run, &buf, {}, {}};
+      ring.fill(256);
+      if (!sendReady(s, *s.ch)) return 1;
       while (ring.done < cfg.iters) {
         ring.fill(256);
         s.progress();
@@ -22,6 +24,7 @@ int serve(Session& s, transport::Listener& listener) {
       ring.finish(s);
     } else if (cfg.test == kLat) {
       transport::OpHandle out;
+      if (!sendReady(s, *s.ch)) return 1;
       for (uint64_t i = 0; i < cfg.iters; ++i) {
         auto in = s.ch->expect({i, s.run, ""}, buf.data(), buf.size());
         if (!in || !s.wait(in.value())) return 1;
@@ -48,6 +51,9 @@ int serve(Session& s, transport::Listener& listener) {
       ExpectRing lo{s.ch.get(), kBulk, UINT64_MAX, 0, 0, run, &bulk, {}, {}};
       auto de = s.ch->expect({kDone, run, ""}, &bulk_total, sizeof(bulk_total));
       if (!de) return 1;
+      hi.fill(cfg.iters);
+      lo.fill(8);
+      if (!sendReady(s, *s.ch)) return 1;
       while (!(de.value()->done() && lo.done >= bulk_total && hi.done == cfg.iters)) {
         hi.fill(cfg.iters);
         lo.fill(de.value()->done() ? std::min<uint64_t>(8, bulk_total - lo.done) : 8);
