@@ -106,6 +106,11 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
 
 void tictac_context_destroy(tictac_context_t* ctx) { delete ctx; }
 unsigned tictac_progress(tictac_context_t* ctx) { return ctx ? ctx->ctx->progress() : 0; }
+unsigned tictac_progress_wait(tictac_context_t* ctx, unsigned timeout_us) {
+  return ctx ? ctx->ctx->progress(std::chrono::microseconds(timeout_us)) : 0;
+}
+int tictac_event_fd(tictac_context_t* ctx) { return ctx ? ctx->ctx->eventFd() : -1; }
+int tictac_arm(tictac_context_t* ctx) { return ctx && ctx->ctx->arm() ? 1 : 0; }
 
 int tictac_register_memory(tictac_context_t* ctx, const void* addr, size_t len) {
   if (ctx == nullptr) return badArg("context is NULL");

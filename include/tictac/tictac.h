@@ -78,6 +78,23 @@ int tictac_context_create(const tictac_options_t* options, tictac_context_t** ou
 void tictac_context_destroy(tictac_context_t* ctx);
 /* Runs progress once; returns the number of events handled. */
 unsigned tictac_progress(tictac_context_t* ctx);
+/* tictac_progress(), and when that pass handled nothing, sleeps until the
+ * backend has events (a message, a completion) or timeout_us passed, then
+ * runs progress once more; returns the events handled (0 when it timed out,
+ * and possibly after an early wake-up that brought nothing to handle). Pacing
+ * (rate_gbps) shortens the sleep to when the next chunk may leave. A send or
+ * expect posted from another thread does not end the sleep early. Returns at
+ * once with a progress thread, or when called from a completion callback. */
+unsigned tictac_progress_wait(tictac_context_t* ctx, unsigned timeout_us);
+/* For a caller that sleeps on several contexts or in its own event loop:
+ * after tictac_arm() returned 1, the fd of tictac_event_fd() becomes readable
+ * (poll/epoll, POLLIN) once this context has events; then call
+ * tictac_progress(). tictac_arm() returns 0 for "call tictac_progress() now"
+ * (work pending, pacing waits for a time rather than an event, a progress
+ * thread runs, the call came from a completion, or the backend cannot sleep:
+ * tictac_event_fd() is then -1). Same cross-thread caveat as above. */
+int tictac_event_fd(tictac_context_t* ctx);
+int tictac_arm(tictac_context_t* ctx);
 int tictac_register_memory(tictac_context_t* ctx, const void* addr, size_t len);
 void tictac_release_memory(tictac_context_t* ctx, const void* addr, size_t len);
 

@@ -6,12 +6,17 @@
  * options: an unreadable or malformed graph or hints file fails context
  * creation with a code and a message; a caller built against the older,
  * shorter tictac_options_t (struct_size without the hint fields) still works.
+ * Caller-driven progress without a progress thread: a tensor completes under a
+ * loop of tictac_progress_wait() on both contexts; an idle context sleeps
+ * (tictac_arm() then 1, tictac_event_fd() a valid fd); a progress thread
+ * makes tictac_arm() 0.
  * Exit 0 = pass. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tictac/tictac.h"
 
@@ -37,11 +42,76 @@ static void* do_accept(void* p) {
   return NULL;
 }
 
+/* a listens (port 0), b connects: *ab is a's channel to b, *ba b's to a. */
+static void pair_up(tictac_context_t* a, tictac_context_t* b, tictac_listener_t** l,
+                    tictac_channel_t** ab, tictac_channel_t** ba) {
+  CHECK(tictac_listen(a, 0, l) == TICTAC_OK, "listen");
+  struct accept_arg acc = {*l, NULL, -1};
+  pthread_t t;
+  pthread_create(&t, NULL, do_accept, &acc);
+  CHECK(tictac_connect(b, "127.0.0.1", tictac_listener_port(*l), ba) == TICTAC_OK, "connect");
+  pthread_join(t, NULL);
+  CHECK(acc.rc == TICTAC_OK, "accept");
+  *ab = acc.channel;
+}
+
 static int fired[64];
 static void on_done(void* arg, int status) {
   int* slot = (int*)arg;
   (*slot)++;
   (void)status;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Two contexts without a progress thread, driven by tictac_progress_wait(). */
+static void caller_driven(const tictac_options_t* base) {
+  tictac_options_t o = *base;
+  o.progress_thread = 0;
+  tictac_context_t *a = NULL, *b = NULL;
+  CHECK(tictac_context_create(&o, &a) == TICTAC_OK, "create a (caller-driven)");
+  CHECK(tictac_context_create(&o, &b) == TICTAC_OK, "create b (caller-driven)");
+  CHECK(tictac_event_fd(a) >= 0 && tictac_event_fd(b) >= 0, "event fds");
+  tictac_listener_t* l = NULL;
+  tictac_channel_t *ab = NULL, *ba = NULL;
+  pair_up(a, b, &l, &ab, &ba);
+  size_t n = 3u << 20;
+  unsigned char* src = malloc(n);
+  unsigned char* dst = calloc(n, 1);
+  for (size_t k = 0; k < n; ++k) src[k] = (unsigned char)(k * 13 + 5);
+  int cb[2] = {0, 0};
+  tictac_op_t *e = NULL, *s = NULL;
+  CHECK(tictac_expect(ba, 500, 0, dst, n, on_done, &cb[0], &e) == TICTAC_OK, "expect");
+  CHECK(tictac_send(ab, 500, 0, NULL, src, n, 0, on_done, &cb[1], &s) == TICTAC_OK,
+        "send");
+  double t0 = now_ms();
+  while (!(tictac_op_test(s) && tictac_op_test(e))) {
+    CHECK(now_ms() - t0 < 30000, "caller-driven transfer not done in 30 s");
+    tictac_progress_wait(a, 1000);
+    tictac_progress_wait(b, 1000);
+  }
+  CHECK(tictac_op_wait(s, 0) == TICTAC_OK && tictac_op_wait(e, 0) == TICTAC_OK, "codes");
+  CHECK(memcmp(src, dst, n) == 0, "caller-driven data");
+  CHECK(cb[0] == 1 && cb[1] == 1, "caller-driven callbacks");
+  int armed = 0;
+  for (int i = 0; i < 100000 && !(armed = tictac_arm(b)); ++i) tictac_progress(b);
+  CHECK(armed == 1, "an idle context arms");
+  t0 = now_ms();
+  CHECK(tictac_progress_wait(b, 100000) == 0, "idle progress_wait handles nothing");
+  CHECK(now_ms() - t0 >= 75, "idle progress_wait returned after %.1f ms", now_ms() - t0);
+  tictac_op_release(e);
+  tictac_op_release(s);
+  free(src);
+  free(dst);
+  tictac_channel_destroy(ab);
+  tictac_channel_destroy(ba);
+  tictac_listener_destroy(l);
+  tictac_context_destroy(a);
+  tictac_context_destroy(b);
 }
 
 int main(int argc, char** argv) {
@@ -55,15 +125,8 @@ int main(int argc, char** argv) {
   CHECK(tictac_context_create(&opts, &a) == TICTAC_OK, "create a");
   CHECK(tictac_context_create(&opts, &b) == TICTAC_OK, "create b");
   tictac_listener_t* l = NULL;
-  CHECK(tictac_listen(a, 0, &l) == TICTAC_OK, "listen");
-  struct accept_arg acc = {l, NULL, -1};
-  pthread_t t;
-  pthread_create(&t, NULL, do_accept, &acc);
-  tictac_channel_t* ba = NULL;
-  CHECK(tictac_connect(b, "127.0.0.1", tictac_listener_port(l), &ba) == TICTAC_OK, "connect");
-  pthread_join(t, NULL);
-  CHECK(acc.rc == TICTAC_OK, "accept");
-  tictac_channel_t* ab = acc.channel;
+  tictac_channel_t *ab = NULL, *ba = NULL;
+  pair_up(a, b, &l, &ab, &ba);
 
   size_t sizes[] = {0, 1, 1000, 65536, 1 << 20, 5u << 20};
   for (int i = 0; i < 6; ++i) {
@@ -95,6 +158,12 @@ int main(int argc, char** argv) {
   CHECK(tictac_send(ab, 1, 0, NULL, NULL, 5, 0, NULL, NULL, NULL) == TICTAC_INVALID_ARGUMENT,
         "null buffer rejected");
   CHECK(strlen(tictac_last_error()) > 0, "last error set");
+  CHECK(tictac_arm(a) == 0, "no arming with a progress thread");
+  double t0 = now_ms();
+  tictac_progress_wait(a, 10000000);
+  CHECK(now_ms() - t0 < 1000, "progress_wait with a progress thread returns at once");
+  CHECK(tictac_progress_wait(NULL, 10) == 0 && tictac_event_fd(NULL) == -1 && tictac_arm(NULL) == 0,
+        "NULL context");
   tictac_op_release(e);
   tictac_op_release(s);
   tictac_channel_destroy(ab);
@@ -102,6 +171,8 @@ int main(int argc, char** argv) {
   tictac_listener_destroy(l);
   tictac_context_destroy(a);
   tictac_context_destroy(b);
+
+  caller_driven(&opts);
 
   tictac_options_t h = opts;
   tictac_context_t* c = NULL;

@@ -17,12 +17,17 @@ namespace tictac::transport {
 namespace {
 using Clock = SendScheduler::Clock;
 
-// ppoll on fd (none when fd < 0) for at most `d`.
-void sleepOn(int fd, Clock::duration d) {
+// How often progressFor()'s sleep looks for what the fd does not announce:
+// a lost peer (bootstrap EOF or missed heartbeats, noted by the monitor
+// thread) and sends/expects posted from other threads.
+constexpr Clock::duration kRecheck = std::chrono::milliseconds(20);
+
+// ppoll on fd (none when fd < 0) for at most `d`; true when fd is readable.
+bool sleepOn(int fd, Clock::duration d) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
   timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
   pollfd p{fd, POLLIN, 0};
-  ::ppoll(&p, fd >= 0 ? 1 : 0, &ts, nullptr);
+  return ::ppoll(&p, fd >= 0 ? 1 : 0, &ts, nullptr) > 0;
 }
 
 // How long until pacing admits a chunk: max() when no pacing wait is pending.
@@ -65,12 +70,19 @@ bool ContextImpl::armIdle() {
   if (inCallbacks() || progress_thread_.joinable()) return false;
   if (sub_pending_.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lock(core_mu_);
-  if (!ready_.empty() || backend_->eventFd() < 0) return false;
+  // send()/expect() start an op in the caller's thread when the core is free
+  // (startNow: no submission flag): its chunks wait for pump(), the landing
+  // of a tensor that arrived before its expect for startLandings(); neither
+  // is announced on the fd. pump() here sends what may leave (and sets the
+  // pacing deadline the callers read after this).
+  if (pump() > 0 || !ready_.empty() || !to_land_.empty() || backend_->eventFd() < 0) {
+    return false;
+  }
   return backend_->arm();
 }
 
 bool ContextImpl::arm() {
-  return pace_retry_.load(std::memory_order_relaxed) == INT64_MAX && armIdle();
+  return armIdle() && pace_retry_.load(std::memory_order_relaxed) == INT64_MAX;
 }
 
 unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
@@ -82,8 +94,10 @@ unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
     if (left <= Clock::duration::zero()) return 0;
     auto sleep = std::min<Clock::duration>(left, untilPacing(pace_retry_));
     if (sleep > Clock::duration::zero() && armIdle()) {
-      sleepOn(backend_->eventFd(), sleep);
-      return progress();
+      sleep = std::min<Clock::duration>(sleep, untilPacing(pace_retry_));  // armIdle() pumped
+      auto slice = std::clamp<Clock::duration>(sleep, Clock::duration::zero(), kRecheck);
+      if (sleepOn(backend_->eventFd(), slice) || slice == sleep) return progress();
+      continue;  // a quiet slice: armIdle() sees a lost peer or another thread's op
     }
     // Something is pending (or the backend cannot sleep): progress again.
     if ((n = progress()) > 0) return n;
