@@ -5,8 +5,9 @@
  * codes below, equal to tictac::transport::StatusCode), and
  * tictac_last_error() gives the message of the calling thread's last failure.
  * Completion contract as in C++: a callback fires exactly once, never inside
- * the call that posted it, from the progress context (tictac_progress(), the
- * progress thread, or a thread in tictac_op_wait()). An op handle stays valid
+ * the call that posted it, from the progress context (tictac_progress() or
+ * tictac_progress_wait(), the progress thread, or a thread in
+ * tictac_op_wait()). An op handle stays valid
  * until tictac_op_release(), even after completion.
  */
 #ifndef TICTAC_TICTAC_H
@@ -83,8 +84,9 @@ unsigned tictac_progress(tictac_context_t* ctx);
  * runs progress once more; returns the events handled (0 when it timed out,
  * and possibly after an early wake-up that brought nothing to handle). Pacing
  * (rate_gbps) shortens the sleep to when the next chunk may leave. A send or
- * expect posted from another thread does not end the sleep early. Returns at
- * once with a progress thread, or when called from a completion callback. */
+ * expect posted from another thread, and a lost peer, are not events of the
+ * fd: the sleep notices them within about 20 ms. Returns at once with a
+ * progress thread, or when called from a completion callback. */
 unsigned tictac_progress_wait(tictac_context_t* ctx, unsigned timeout_us);
 /* For a caller that sleeps on several contexts or in its own event loop:
  * after tictac_arm() returned 1, the fd of tictac_event_fd() becomes readable
@@ -92,7 +94,10 @@ unsigned tictac_progress_wait(tictac_context_t* ctx, unsigned timeout_us);
  * tictac_progress(). tictac_arm() returns 0 for "call tictac_progress() now"
  * (work pending, pacing waits for a time rather than an event, a progress
  * thread runs, the call came from a completion, or the backend cannot sleep:
- * tictac_event_fd() is then -1). Same cross-thread caveat as above. */
+ * tictac_event_fd() is then -1). A send/expect from another thread or a lost
+ * peer does not make the fd readable: such a caller should also wake on a
+ * timeout (or its own signal) and call tictac_progress(). The fd may turn
+ * readable with nothing to handle (UCX tcp): re-arm and sleep again. */
 int tictac_event_fd(tictac_context_t* ctx);
 int tictac_arm(tictac_context_t* ctx);
 int tictac_register_memory(tictac_context_t* ctx, const void* addr, size_t len);

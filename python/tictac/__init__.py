@@ -213,9 +213,31 @@ class Context(_Handle):
         _check(lib.tictac_context_create(ctypes.byref(o), ctypes.byref(out)), "context")
         self._h = out
 
-    def progress(self):
-        """Makes progress (completions fire here); returns the number of events handled."""
-        return lib.tictac_progress(self._h)
+    def progress(self, timeout=None):
+        """Makes progress (completions fire here); returns the number of events handled.
+
+        timeout None: one non-blocking pass. A number of seconds: when that
+        pass handled nothing, sleeps (GIL released) until the backend has
+        events or the timeout passed, then makes progress once more; pacing
+        (rate_gbps) shortens the sleep. A send/expect from another thread is
+        noticed within ~20 ms, not at once. Returns at once with a progress
+        thread or inside an on_done callback. See tictac_progress_wait."""
+        if timeout is None:
+            return lib.tictac_progress(self._h)
+        us = int(timeout * 1e6)
+        if not 0 <= us < (1 << 32):
+            raise ValueError("tictac: timeout must be None or in [0, 4294) seconds")
+        return lib.tictac_progress_wait(self._h, us)
+
+    def event_fd(self):
+        """The fd to sleep on (select/poll/asyncio) after arm() returned True; -1 if none."""
+        return lib.tictac_event_fd(self._h)
+
+    def arm(self):
+        """True: the caller may sleep until event_fd() is readable, then call progress().
+        False: call progress() now (work pending, pacing, a progress thread, or
+        inside a callback)."""
+        return lib.tictac_arm(self._h) == 1
 
     def listen(self, port=0):
         out = ctypes.c_void_p()

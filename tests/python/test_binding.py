@@ -3,7 +3,8 @@ this process, each with its progress thread: data intact for several sizes
 and buffer kinds (bytearray, bytes, array.array, numpy, torch), callbacks
 exactly once, size mismatch and cancel as errors, urgent overtakes bulk,
 priorities from a model graph analyzed in process, buffers kept alive for
-dropped ops, bad input rejected with a clear error."""
+dropped ops, caller-driven progress with a timeout (arm, event_fd), bad
+input rejected with a clear error."""
 import array, gc, hashlib, json, os, tempfile, threading, time, unittest
 
 import tictac
@@ -45,8 +46,8 @@ class Base:
     TLS = None
     DEVICES = None
 
-    def pair(self, **kw):
-        opts = dict(ucx_tls=self.TLS, ucx_net_devices=self.DEVICES, progress_thread=True)
+    def pair(self, progress_thread=True, **kw):
+        opts = dict(ucx_tls=self.TLS, ucx_net_devices=self.DEVICES, progress_thread=progress_thread)
         a = tictac.Context(**opts, **kw.pop("a", {}))
         b = tictac.Context(**opts)
         lst = a.listen(0)
@@ -176,6 +177,38 @@ class Base:
         gc.collect()  # the Op objects and buffers are unreachable from here
         self.assertTrue(done.wait(30))
         self.assertEqual(got, ["ok"])
+
+    def test_progress_timeout_arm_and_event_fd(self):
+        ab, ba = self.pair(progress_thread=False)
+        a, b = ab._ctx, ba._ctx
+        self.assertGreaterEqual(b.event_fd(), 0)
+        src, dst, got = pattern(1 << 20, 40), bytearray(1 << 20), []
+        e = ba.expect(40, dst, on_done=got.append)
+        s = ab.send(40, src)
+        t0 = time.monotonic()
+        while not (s.done() and e.done()):  # caller-driven, sleeping instead of spinning
+            self.assertLess(time.monotonic() - t0, 30)
+            a.progress(0.001)
+            b.progress(0.001)
+        self.assertEqual((s.status, e.status, got), ("ok", "ok", ["ok"]))
+        self.assertEqual(dst, src)
+        for _ in range(100000):
+            if b.arm():
+                break
+            b.progress()
+        else:
+            self.fail("an idle context never armed")
+        t0 = time.monotonic()
+        self.assertEqual(b.progress(0.2), 0)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.15)
+        with self.assertRaises(ValueError):
+            b.progress(-1)
+        # With a progress thread: no sleeping in progress(), arm() is False.
+        ab2, _ = self.pair()
+        t0 = time.monotonic()
+        ab2._ctx.progress(10)
+        self.assertLess(time.monotonic() - t0, 1)
+        self.assertFalse(ab2._ctx.arm())
 
 
 class Shm(Base, unittest.TestCase):
