@@ -86,8 +86,7 @@ static void caller_driven(const tictac_options_t* base) {
   int cb[2] = {0, 0};
   tictac_op_t *e = NULL, *s = NULL;
   CHECK(tictac_expect(ba, 500, 0, dst, n, on_done, &cb[0], &e) == TICTAC_OK, "expect");
-  CHECK(tictac_send(ab, 500, 0, NULL, src, n, 0, on_done, &cb[1], &s) == TICTAC_OK,
-        "send");
+  CHECK(tictac_send(ab, 500, 0, NULL, src, n, 0, on_done, &cb[1], &s) == TICTAC_OK, "send");
   double t0 = now_ms();
   while (!(tictac_op_test(s) && tictac_op_test(e))) {
     CHECK(now_ms() - t0 < 30000, "caller-driven transfer not done in 30 s");
