@@ -106,9 +106,11 @@ class Context {
   // The same, but when that pass handled nothing, sleeps until the backend has
   // events (a message, a completion) or `max_wait` passed, then runs progress
   // once more: a caller-driven loop that need not spin a core. Pacing
-  // (rate_gbps) shortens the sleep to when the next chunk may leave. A send()
-  // or expect() from another thread does not end the sleep early (the chunk
-  // leaves at the next pass). With progress_thread set it returns at once.
+  // (rate_gbps) shortens the sleep to when the next chunk may leave. What the
+  // fd does not announce (a send() or expect() from another thread, a lost
+  // peer) is noticed within about 20 ms: the sleep is cut into such slices.
+  // It may also return 0 early after an empty wake-up (UCX tcp). With
+  // progress_thread set it returns at once.
   unsigned progress(std::chrono::microseconds max_wait);
   // For a caller that sleeps on several contexts (or in its own event loop),
   // as with ucp_worker_get_efd/ucp_worker_arm: when arm() returns true,
@@ -116,7 +118,9 @@ class Context {
   // may sleep on it (then call progress()). False means "call progress()
   // now": something is pending, pacing waits for a time rather than an event,
   // the backend cannot sleep (eventFd() is -1), a progress thread runs, or
-  // the call came from inside a completion. Same cross-thread caveat as above.
+  // the call came from inside a completion. arm() may itself send chunks that
+  // became sendable (it runs the scheduler). Such a caller must bound its
+  // sleep (tens of ms) for what the fd does not announce (see above).
   int eventFd();
   bool arm();
 
