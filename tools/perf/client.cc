@@ -19,21 +19,28 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   if (Status st = sendConfig(s, cfg); !st) return {{"error", st.toString()}};
   if (Status st = waitReady(s, *s.ch); !st) return {{"error", st.toString()}};
   Buffer buf(size, 'x');
-  std::vector<Clock::time_point> posted(warmup + iters);
-  std::vector<double> lat;
-  lat.reserve(iters);
-  uint64_t next = 0, done = 0;
+  // What the completions touch, behind one pointer: the callback then fits
+  // std::function's inline storage (no allocation per message in the loop).
+  struct Progress {
+    std::vector<Clock::time_point> posted;
+    std::vector<double> lat;
+    uint64_t warmup = 0, done = 0;
+  } p;
+  p.posted.resize(warmup + iters);
+  p.lat.reserve(iters);
+  p.warmup = warmup;
+  uint64_t next = 0;
   size_t window = s.ctx[0]->options().window_bytes;
   uint64_t depth = std::max<uint64_t>(16, 4 * window / std::max<size_t>(size, 1));
   auto sendUntil = [&](uint64_t end) {  // sends ids [next, end), waits for all
-    while (done < end) {
-      while (next < end && next - done < depth) {
+    while (p.done < end) {
+      while (next < end && next - p.done < depth) {
         uint64_t i = next++;
-        posted[i] = Clock::now();
-        auto op = s.ch->send({i, s.run, ""}, buf.data(), size, 0, [&, i](const Status& st) {
+        p.posted[i] = Clock::now();
+        auto op = s.ch->send({i, s.run, ""}, buf.data(), size, 0, [pp = &p, i](const Status& st) {
           if (!st) std::fprintf(stderr, "tictac-perf: send failed: %s\n", st.toString().c_str());
-          if (i >= warmup) lat.push_back(sinceUs(posted[i], Clock::now()));
-          done++;
+          if (i >= pp->warmup) pp->lat.push_back(sinceUs(pp->posted[i], Clock::now()));
+          pp->done++;
         });
         if (!op) {
           next--;
@@ -51,7 +58,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   return {{"test", "bw"}, {"backend", o.backend}, {"size", size}, {"iters", iters},
           {"warmup", warmup}, {"huge_pages", Buffer::huge_pages},
           {"bw_gbps", static_cast<double>(size) * static_cast<double>(iters) * 8e-3 / us},
-          {"msg_rate_mpps", static_cast<double>(iters) / us}, {"lat_us", latJson(lat)},
+          {"msg_rate_mpps", static_cast<double>(iters) / us}, {"lat_us", latJson(p.lat)},
           {"window", window}, {"chunk", s.ctx[0]->options().chunk_bytes}};
 }
 
