@@ -10,6 +10,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <ctime>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -71,6 +72,17 @@ std::chrono::milliseconds since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
 }
 
+// CPU time of the calling thread.
+std::chrono::nanoseconds threadCpu() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// Slices longer than any bound below: only the fd (or pacing) can end a
+// sleep, so a wait that ignored them would show.
+void longRecheck(ContextOptions& o) { o.wait_recheck = std::chrono::minutes(1); }
+
 class ProgressWaitTest : public BackendTest {};
 
 TEST_P(ProgressWaitTest, IdleContextSleepsUntilTheTimeout) {
@@ -82,15 +94,18 @@ TEST_P(ProgressWaitTest, IdleContextSleepsUntilTheTimeout) {
   spin(p, 20);
   for (Context* c : {lone.value().get(), p.a.get(), p.b.get()}) {
     auto t0 = Clock::now();
+    auto cpu0 = threadCpu();
     EXPECT_EQ(c->progress(200ms), 0u);
     auto took = since(t0);
     EXPECT_GE(took, 150ms) << "woke early with nothing to do";
     EXPECT_LT(took, 5s) << "overslept the timeout";
+    // It slept: a spinning wait would burn the whole 200 ms (measured: ~1-2 ms).
+    EXPECT_LT(threadCpu() - cpu0, 60ms) << "spun instead of sleeping";
   }
 }
 
 TEST_P(ProgressWaitTest, ArrivingMessageWakesASleeper) {
-  Pair p = makePair(GetParam(), false);
+  Pair p = makePair(GetParam(), false, longRecheck);
   const size_t len = 64 << 10;
   std::vector<char> src(len), dst(len);
   fillPattern(src.data(), len, 11);
@@ -236,6 +251,7 @@ TEST_P(ProgressWaitTest, PacingBoundsTheSleep) {
   Pair p = makePair(GetParam(), false, [&](ContextOptions& o) {
     o.chunk_bytes = chunk;
     o.rate_gbps = 0.1;
+    longRecheck(o);
   });
   std::vector<char> src(len), dst(len);
   fillPattern(src.data(), len, 14);
@@ -262,7 +278,8 @@ TEST_P(ProgressWaitTest, PacingBoundsTheSleep) {
   ASSERT_TRUE(driveUntilDone(p, {e.value()}));
   EXPECT_EQ(checksum(src.data(), len), checksum(dst.data(), len));
   // 15 chunks wait for tokens: >= 78 ms at 0.1 Gbps. Sleeps that ignore the
-  // pacing deadline took 8-10 s here (1 s each, except when an ack woke them).
+  // pacing deadline took 8-10 s here (1 s each, except when an ack woke them;
+  // longRecheck keeps the 20 ms slices from hiding that).
   EXPECT_GE(took, 50ms) << "pacing did not engage";
   EXPECT_LT(took, 4s) << "slept past the pacing deadline (" << calls << " calls)";
 }

@@ -1,6 +1,7 @@
 // The public classes (Context, Listener, Channel, Op): thin handles over ContextImpl.
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "transport/core/bootstrap.h"
@@ -105,7 +106,9 @@ RegistrationStats Context::registrationStats() const { return impl_->registratio
 std::vector<PriorityStats> Context::priorityStats() const { return impl_->priorityStats(); }
 unsigned Context::progress() { return impl_->progress(); }
 unsigned Context::progress(std::chrono::microseconds max_wait) {
-  return impl_->progressFor(max_wait);
+  // Capped at a year: the conversion to nanoseconds cannot overflow.
+  constexpr std::chrono::microseconds kCap = std::chrono::hours(24 * 365);
+  return impl_->progressFor(std::clamp(max_wait, std::chrono::microseconds::zero(), kCap));
 }
 int Context::eventFd() { return impl_->eventFd(); }
 bool Context::arm() { return impl_->arm(); }

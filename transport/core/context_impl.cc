@@ -20,6 +20,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   auto backend = createBackend(options.backend, bo, c.get());
   if (!backend) return backend.status();
   c->backend_ = std::move(backend.value());
+  c->event_fd_ = c->backend_->eventFd();
   c->cache_ = std::make_unique<RegCache>(c->backend_.get());
   c->backend_->installUnmapHook(&RegCache::unmapHook, c->cache_.get());
   SchedulerOptions so;
@@ -106,7 +107,10 @@ unsigned ContextImpl::progress() {
   n += startLandings();
   n += flushControl();
   n += pump();
-  if (ready_.empty()) return n;
+  if (ready_.empty()) {
+    if (n > 0) progress_gen_.fetch_add(1, std::memory_order_release);
+    return n;
+  }
   // A per-thread buffer swapped with ready_ keeps both capacities (no
   // allocation per pass). Safe: a nested progress() from a callback on this
   // thread returns at t_in_callbacks above, before touching it.
@@ -121,6 +125,7 @@ unsigned ContextImpl::progress() {
   --t_in_callbacks;
   auto count = static_cast<unsigned>(ready.size());
   ready.clear();
+  progress_gen_.fetch_add(1, std::memory_order_release);
   return n + count;
 }
 

@@ -271,6 +271,10 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   // as steady_clock ticks; INT64_MAX when no pacing wait is pending. Written
   // by pump(), read by the progress thread to sleep exactly that long.
   std::atomic<int64_t> pace_retry_{INT64_MAX};
+  // Bumped by every progress() pass that handled something (any thread):
+  // progressFor() returns when another thread's pass may have done its work.
+  std::atomic<uint64_t> progress_gen_{0};
+  int event_fd_ = -1;  // backend_->eventFd(), read once at create()
   std::atomic<bool> stop_{false};
   std::thread progress_thread_;
 };

@@ -17,11 +17,6 @@ namespace tictac::transport {
 namespace {
 using Clock = SendScheduler::Clock;
 
-// How often progressFor()'s sleep looks for what the fd does not announce:
-// a lost peer (bootstrap EOF or missed heartbeats, noted by the monitor
-// thread) and sends/expects posted from other threads.
-constexpr Clock::duration kRecheck = std::chrono::milliseconds(20);
-
 // ppoll on fd (none when fd < 0) for at most `d`; true when fd is readable.
 bool sleepOn(int fd, Clock::duration d) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
@@ -52,19 +47,19 @@ void ContextImpl::progressLoop() {
     if (until_retry > kMaxSleep && ++idle < 1000) continue;
     // Idle: sleep on the backend's event fd (so two cores are not both spun),
     // at most until pacing admits the next chunk, and at most 1 ms. A backend
-    // that cannot arm is polled every millisecond.
-    int fd = -1;
+    // without an fd is polled every millisecond.
+    bool armed;
     {
       std::lock_guard<std::mutex> lock(core_mu_);
-      if (backend_->arm()) fd = backend_->eventFd();
+      armed = backend_->arm();
     }
-    if (sub_pending_) continue;
-    sleepOn(fd, std::min<Clock::duration>(until_retry, kMaxSleep));
+    if (sub_pending_ || (!armed && event_fd_ >= 0)) continue;  // events pending: progress
+    sleepOn(armed ? event_fd_ : -1, std::min<Clock::duration>(until_retry, kMaxSleep));
     idle = 0;
   }
 }
 
-int ContextImpl::eventFd() { return backend_->eventFd(); }
+int ContextImpl::eventFd() { return event_fd_; }
 
 bool ContextImpl::armIdle() {
   if (inCallbacks() || progress_thread_.joinable()) return false;
@@ -75,7 +70,7 @@ bool ContextImpl::armIdle() {
   // of a tensor that arrived before its expect for startLandings(); neither
   // is announced on the fd. pump() here sends what may leave (and sets the
   // pacing deadline the callers read after this).
-  if (pump() > 0 || !ready_.empty() || !to_land_.empty() || backend_->eventFd() < 0) {
+  if (pump() > 0 || !ready_.empty() || !to_land_.empty() || event_fd_ < 0) {
     return false;
   }
   return backend_->arm();
@@ -86,18 +81,24 @@ bool ContextImpl::arm() {
 }
 
 unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
+  uint64_t gen = progress_gen_.load(std::memory_order_acquire);
   unsigned n = progress();
   if (n > 0 || inCallbacks() || progress_thread_.joinable()) return n;
-  auto deadline = SendScheduler::now() + max_wait;
+  auto start = SendScheduler::now();
+  auto deadline = max_wait >= Clock::time_point::max() - start ? Clock::time_point::max()
+                                                               : start + max_wait;
+  auto recheck = std::max<Clock::duration>(opts_.wait_recheck, std::chrono::milliseconds(1));
   for (;;) {
+    // Another thread's pass handled events (maybe this caller's): return.
+    if (progress_gen_.load(std::memory_order_acquire) != gen) return 0;
     auto left = deadline - SendScheduler::now();
     if (left <= Clock::duration::zero()) return 0;
     auto sleep = std::min<Clock::duration>(left, untilPacing(pace_retry_));
     if (sleep > Clock::duration::zero() && armIdle()) {
       sleep = std::min<Clock::duration>(sleep, untilPacing(pace_retry_));  // armIdle() pumped
-      auto slice = std::clamp<Clock::duration>(sleep, Clock::duration::zero(), kRecheck);
-      if (sleepOn(backend_->eventFd(), slice) || slice == sleep) return progress();
-      continue;  // a quiet slice: armIdle() sees a lost peer or another thread's op
+      auto slice = std::clamp<Clock::duration>(sleep, Clock::duration::zero(), recheck);
+      if (sleepOn(event_fd_, slice) || slice == sleep) return progress();
+      continue;  // a quiet slice: look again for what the fd does not announce
     }
     // Something is pending (or the backend cannot sleep): progress again.
     if ((n = progress()) > 0) return n;

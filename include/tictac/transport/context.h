@@ -39,6 +39,10 @@ struct ContextOptions {
   std::chrono::milliseconds heartbeat_interval{500};  // bootstrap heartbeat period
   std::chrono::milliseconds peer_timeout{3000};       // silence that declares a peer lost
   std::chrono::milliseconds connect_timeout{10000};   // connect() retries this long
+  // progress(max_wait): a sleep is cut into slices this long, after each of
+  // which it looks for what the backend's fd does not announce (another
+  // thread's send()/expect(), a lost peer, another thread's progress).
+  std::chrono::milliseconds wait_recheck{20};
   // Scheduler knobs (0 = library default, see docs/transport.md).
   size_t chunk_bytes = 0;
   size_t window_bytes = 0;
@@ -108,9 +112,12 @@ class Context {
   // once more: a caller-driven loop that need not spin a core. Pacing
   // (rate_gbps) shortens the sleep to when the next chunk may leave. What the
   // fd does not announce (a send() or expect() from another thread, a lost
-  // peer) is noticed within about 20 ms: the sleep is cut into such slices.
-  // It may also return 0 early after an empty wake-up (UCX tcp). With
-  // progress_thread set it returns at once.
+  // peer, events another thread's progress() handled) is noticed within
+  // options.wait_recheck (20 ms): the sleep is cut into such slices. It
+  // returns 0 then (another thread's pass may have run this caller's
+  // completions: check them), and may return 0 early after an empty wake-up
+  // (UCX tcp). max_wait is capped at a year. With progress_thread set, or
+  // inside a completion of any context on this thread, it returns at once.
   unsigned progress(std::chrono::microseconds max_wait);
   // For a caller that sleeps on several contexts (or in its own event loop),
   // as with ucp_worker_get_efd/ucp_worker_arm: when arm() returns true,
@@ -118,7 +125,8 @@ class Context {
   // may sleep on it (then call progress()). False means "call progress()
   // now": something is pending, pacing waits for a time rather than an event,
   // the backend cannot sleep (eventFd() is -1), a progress thread runs, or
-  // the call came from inside a completion. arm() may itself send chunks that
+  // the call came from inside a completion (of any context, on this thread).
+  // arm() may itself send chunks that
   // became sendable (it runs the scheduler). Such a caller must bound its
   // sleep (tens of ms) for what the fd does not announce (see above).
   int eventFd();
