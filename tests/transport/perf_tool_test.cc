@@ -169,4 +169,45 @@ TEST_F(PerfTool, BadUsageExits2AndVerbsWithoutDeviceExits1) {
   }
 }
 
+// A client killed mid-run: the server leaves its prio loop and exits 1 within
+// seconds with one line naming the loss (it once looped forever, printing a
+// "receive failed" line per re-posted expect). Over tcp: over shm, UCX's cma
+// transport may abort the server (process_vm_readv of the dead client).
+TEST_F(PerfTool, KilledClientFailsTheServerWithOneLineNotAFlood) {
+  const std::string port = std::to_string(freePort());
+  const std::string env = "UCX_TLS=tcp UCX_NET_DEVICES=lo exec ";
+  const std::string log = scratch_->path("server.log");
+  auto spawn = [](const std::string& cmd) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  };
+  pid_t srv = spawn(env + kPerf + " --port " + port + " >" + log + " 2>&1");
+  pid_t cli =
+      spawn(env + kPerf + " --port " + port + " --test prio -n 100000 127.0.0.1 >/dev/null 2>&1");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // connected, in the urgent phase
+  ::kill(cli, SIGKILL);
+  ::waitpid(cli, nullptr, 0);
+  int status = 0;
+  for (int i = 0; i < 100 && ::waitpid(srv, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  bool hung = ::waitpid(srv, &status, WNOHANG) == 0;
+  if (hung) {
+    ::kill(srv, SIGKILL);
+    ::waitpid(srv, &status, 0);
+  }
+  std::string err = ScratchDir::slurp(log);
+  ASSERT_FALSE(hung) << "server still running 10 s after its client died; log: " << err.size();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << err.substr(0, 2000);
+  EXPECT_LT(err.size(), 65536u) << err.substr(0, 2000);  // UCX may warn at teardown
+  size_t own = 0;
+  for (size_t at = 0; (at = err.find("tictac-perf:", at)) != std::string::npos; ++at) own++;
+  EXPECT_LE(own, 3u) << err.substr(0, 2000);  // waiting..., the loss, "session failed"
+  EXPECT_NE(err.find("peer_lost"), std::string::npos) << err.substr(0, 2000);
+}
+
 }  // namespace

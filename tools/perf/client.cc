@@ -25,6 +25,7 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
     std::vector<Clock::time_point> posted;
     std::vector<double> lat;
     uint64_t warmup = 0, done = 0;
+    Status error;  // the first failed send; stops the run (reported once, by the caller)
   } p;
   p.posted.resize(warmup + iters);
   p.lat.reserve(iters);
@@ -34,16 +35,18 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   uint64_t depth = std::max<uint64_t>(16, 4 * window / std::max<size_t>(size, 1));
   auto sendUntil = [&](uint64_t end) {  // sends ids [next, end), waits for all
     while (p.done < end) {
+      if (!p.error.isOk()) end = next;  // post no more; wait for what is out (p outlives it)
       while (next < end && next - p.done < depth) {
         uint64_t i = next++;
         p.posted[i] = Clock::now();
         auto op = s.ch->send({i, s.run, ""}, buf.data(), size, 0, [pp = &p, i](const Status& st) {
-          if (!st) std::fprintf(stderr, "tictac-perf: send failed: %s\n", st.toString().c_str());
+          if (!st && pp->error.isOk()) pp->error = st;
           if (i >= pp->warmup) pp->lat.push_back(sinceUs(pp->posted[i], Clock::now()));
           pp->done++;
         });
-        if (!op) {
+        if (!op) {  // back-pressure: retry after progress; anything else ends the run
           next--;
+          if (op.status().code() != transport::StatusCode::kNoResource) p.error = op.status();
           break;
         }
       }
@@ -52,8 +55,9 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   };
   sendUntil(warmup);
   auto t0 = Clock::now();
-  sendUntil(warmup + iters);
+  if (p.error.isOk()) sendUntil(warmup + iters);
   double us = sinceUs(t0, Clock::now());
+  if (!p.error) return {{"error", "bw run: send failed: " + p.error.toString()}};
   s.run++;
   return {{"test", "bw"}, {"backend", o.backend}, {"size", size}, {"iters", iters},
           {"warmup", warmup}, {"huge_pages", Buffer::huge_pages},
@@ -120,25 +124,47 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
   uint64_t lo_start = lo_bytes();
   auto t0 = Clock::now();
   auto next_urgent = t0;
-  while (replies < iters) {
+  Status error;  // the first failure ends the run (a lost server: no more posting)
+  uint64_t expected = 0;
+  auto failed = [&](const Status& st) {
+    if (!st && error.isOk()) error = st;
+  };
+  while (replies < iters && error.isOk()) {
     auto now = Clock::now();
     if (posted < iters && now >= next_urgent) {
       uint64_t i = posted++;
-      (void)urgent_ch->expect({kReply + i, s.run, ""}, nullptr, 0, [&, i](const Status&) {
+      auto e = urgent_ch->expect({kReply + i, s.run, ""}, nullptr, 0, [&, i](const Status& st) {
+        failed(st);
         half.push_back(sinceUs(sent[i], Clock::now()) / 2);
         replies++;
       });
+      if (!e) failed(e.status());
+      expected += e ? 1 : 0;
       sent[i] = Clock::now();
-      (void)urgent_ch->send({kUrgent + i, s.run, ""}, hbuf.data(), size, hi_prio);
+      if (auto u = urgent_ch->send({kUrgent + i, s.run, ""}, hbuf.data(), size, hi_prio); !u) {
+        failed(u.status());
+      }
       next_urgent += std::chrono::milliseconds(1);
     }
     while (bulk_posted - bulk_done < 4) {
       auto op = s.ch->send({kBulk + bulk_posted, s.run, ""}, lbuf.data(), lbuf.size(), lo_prio,
-                           [&](const Status&) { bulk_done++; });
+                           [&](const Status& st) {
+                             failed(st);
+                             bulk_done++;
+                           });
+      if (!op && op.status().code() != transport::StatusCode::kNoResource) failed(op.status());
       if (!op) break;
       bulk_posted++;
     }
+    if (!s.ch->alive() || !urgent_ch->alive()) {
+      failed(Status(transport::StatusCode::kPeerLost, "the connection to the server failed"));
+    }
     s.progress();
+  }
+  if (!error.isOk()) {  // the completions above touch this frame: let them all run first
+    auto end = Clock::now() + std::chrono::seconds(10);
+    while ((replies < expected || bulk_done < bulk_posted) && Clock::now() < end) s.progress();
+    return {{"error", "prio run: " + error.toString()}};
   }
   double us = sinceUs(t0, Clock::now());
   bulk_bytes = lo_bytes() - lo_start;
@@ -200,12 +226,15 @@ int runClient(Session& s, const Options& o, const ContextOptions& copts, FILE* o
       emit(runLat(s, o, size, o.iters != 0 ? o.iters : 2000));
     } else {
       for (Mode m : {kPriority, kFifo, kIsolated}) {
+        if (rc != 0) break;  // one failure, one line
         emit(runPrio(s, o, m, size, o.iters != 0 ? o.iters : 2000, copts));
       }
     }
   }
+  // After a failure the server has failed too (or will, when this process
+  // closes the connection): a quit could wait for an expect that never comes.
   RunConfig quit{kQuit, 0, 0, 0, 0};
-  (void)sendConfig(s, quit);
+  if (rc == 0) (void)sendConfig(s, quit);
   return rc;
 }
 

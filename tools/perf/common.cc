@@ -40,24 +40,29 @@ double sinceUs(Clock::time_point t0, Clock::time_point t1) {
 }
 
 void ExpectRing::fill(uint64_t depth) {
-  while (next < count && next - done < depth) {
-    uint64_t i = next++;
+  while (!failed() && next < count && next - done < depth) {
+    uint64_t i = next;
     auto e = ch->expect({base + i, it, ""}, buf->data(), buf->size(), [this, i](const Status& s) {
       done++;
-      if (s.code() == transport::StatusCode::kCanceled) return;  // finish()
-      if (!s) std::fprintf(stderr, "tictac-perf: receive failed: %s\n", s.toString().c_str());
+      if (finishing && s.code() == transport::StatusCode::kCanceled) return;  // finish()
+      if (!s) {
+        if (!failed()) error = s;
+        return;
+      }
       if (on_done) on_done(i);
     });
-    if (!e) {
-      std::fprintf(stderr, "tictac-perf: expect: %s\n", e.status().toString().c_str());
-      continue;
+    if (!e) {  // back-pressure: retry on the next fill(); anything else stops the ring
+      if (e.status().code() != transport::StatusCode::kNoResource) error = e.status();
+      return;
     }
+    next++;
     pending.push_back(e.value());
     while (!pending.empty() && pending.front()->done()) pending.pop_front();
   }
 }
 
 void ExpectRing::finish(Session& s) {
+  finishing = true;
   for (auto& h : pending) {
     if (!h->done()) (void)ch->cancel(h);
   }
@@ -68,7 +73,12 @@ void ExpectRing::finish(Session& s) {
 Status sendConfig(Session& s, const RunConfig& cfg) {
   auto op = s.ch->send({kConfigId, s.run, ""}, &cfg, sizeof(cfg), 0);
   if (!op) return op.status();
-  return s.wait(op.value());
+  Status st = s.wait(op.value());
+  if (st.code() == transport::StatusCode::kSizeMismatch) {  // a version-1 server (32 bytes)
+    std::string why = "the server rejected the run config (a different tictac-perf version?): ";
+    return Status(st.code(), why + st.message());
+  }
+  return st;
 }
 
 Status sendReady(Session& s, transport::Channel& ch) {
@@ -79,7 +89,19 @@ Status sendReady(Session& s, transport::Channel& ch) {
 Status waitReady(Session& s, transport::Channel& ch) {
   auto e = ch.expect({kReadyId, s.run, ""}, nullptr, 0);
   if (!e) return e.status();
-  return s.wait(e.value());
+  Status st = s.wait(e.value(), kReadyWait);
+  if (st.code() == transport::StatusCode::kTimeout && !e.value()->done()) {
+    (void)ch.cancel(e.value());
+    return Status(st.code(), "no ready from the server within " +
+                                 std::to_string(kReadyWait.count()) + " s (an older tictac-perf?)");
+  }
+  if (st.code() == transport::StatusCode::kPeerLost) {
+    std::string why =
+        "the server closed the connection before the run started (see its output; "
+        "it may have rejected the run config): ";
+    return Status(st.code(), why + st.message());
+  }
+  return st;
 }
 
 void printRow(const json& r, bool header) {

@@ -32,10 +32,17 @@ constexpr uint64_t kConfigId = 5ull << 40, kUrgent = 1ull << 40, kBulk = 2ull <<
 enum Test : uint32_t { kBw = 1, kLat = 2, kPrio = 3, kQuit = 9 };
 enum Mode : uint32_t { kPriority = 0, kFifo = 1, kIsolated = 2 };
 
+// The run-config version. 2: 40 bytes with `version` (since the ready
+// tensor); version 1 was 32 bytes without it and never sent a ready tensor,
+// so an old peer's expect of the config fails with a size mismatch.
+constexpr uint32_t kConfigVersion = 2;
+
 struct RunConfig {  // sent client -> server before every run
   uint32_t test = 0, mode = 0;
   uint64_t size = 0, iters = 0, bulk = 0;
+  uint32_t version = kConfigVersion, reserved = 0;
 };
+static_assert(sizeof(RunConfig) == 40, "the config's wire size names its version");
 
 // One side's connection(s); `run` numbers the runs (the tensors' iteration).
 struct Session {
@@ -47,6 +54,16 @@ struct Session {
   }
   Status wait(const transport::OpHandle& op) {
     while (!op->done()) progress();
+    return op->status();
+  }
+  // As wait(), but gives up after `limit`: kTimeout (the op stays posted; the
+  // caller cancels it).
+  Status wait(const transport::OpHandle& op, Clock::duration limit) {
+    auto end = Clock::now() + limit;
+    while (!op->done()) {
+      if (Clock::now() >= end) return Status(transport::StatusCode::kTimeout, "deadline passed");
+      progress();
+    }
     return op->status();
   }
 };
@@ -86,6 +103,9 @@ json latJson(const std::vector<double>& us);
 double sinceUs(Clock::time_point t0, Clock::time_point t1);
 
 // Keeps `depth` expects posted for ids base+0 .. base+count-1 into buf.
+// The first failure (any status but finish()'s kCanceled) is kept in `error` and stops
+// the ring: fill() then posts nothing and on_done is not called for it. The
+// ring prints nothing; its owner reports `error` once (no line per expect).
 struct ExpectRing {
   Channel* ch;
   uint64_t base, count, next = 0, done = 0;
@@ -93,8 +113,11 @@ struct ExpectRing {
   Buffer* buf;
   std::function<void(uint64_t)> on_done;
   std::deque<transport::OpHandle> pending;  // posted, oldest first (done ones pruned)
+  Status error;                             // the first failure; ok while none
+  bool finishing = false;                   // finish() cancels: not a failure
+  bool failed() const { return !error.isOk(); }
   // Posts expects until `depth` are outstanding (or all `count` were posted).
-  void fill(uint64_t depth);
+  void fill(uint64_t depth);  // no-op once failed()
   // Cancels the expects still outstanding and progresses until every one has
   // completed, so no callback runs after the ring (or buf) is gone.
   void finish(Session& s);
@@ -108,6 +131,9 @@ Status sendConfig(Session& s, const RunConfig& cfg);
 // sides before measuring. Without it, a prio run's first urgent tensors waited
 // for the server's buffer set-up (up to 4 ms), enough to move the p99 of 2000.
 Status sendReady(Session& s, transport::Channel& ch);
+// waitReady gives up after kReadyWait with kTimeout: a version-1 server never
+// sends the ready tensor.
+constexpr auto kReadyWait = std::chrono::seconds(30);
 Status waitReady(Session& s, transport::Channel& ch);
 // One perftest-like table row on stderr (with the header first when asked).
 void printRow(const json& r, bool header);
