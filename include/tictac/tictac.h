@@ -83,9 +83,10 @@ unsigned tictac_progress(tictac_context_t* ctx);
  * backend has events (a message, a completion) or timeout_us passed, then
  * runs progress once more; returns the events handled (0 when it timed out,
  * and possibly after an early wake-up that brought nothing to handle). Pacing
- * (rate_gbps) shortens the sleep to when the next chunk may leave. A send or
- * expect posted from another thread, and a lost peer, are not events of the
- * fd: the sleep notices them within about 20 ms. Returns at once with a
+ * (rate_gbps) shortens the sleep to when the next chunk may leave. A send,
+ * expect, cancel or close from another thread, and a lost peer, end the
+ * sleep at once; another thread's progress is noticed within about 20 ms.
+ * Returns at once with a
  * progress thread, or when called from a completion callback. */
 unsigned tictac_progress_wait(tictac_context_t* ctx, unsigned timeout_us);
 /* For a caller that sleeps on several contexts or in its own event loop:

@@ -219,8 +219,8 @@ class Context(_Handle):
         timeout None: one non-blocking pass. A number of seconds: when that
         pass handled nothing, sleeps (GIL released) until the backend has
         events or the timeout passed, then makes progress once more; pacing
-        (rate_gbps) shortens the sleep. A send/expect from another thread is
-        noticed within ~20 ms, not at once. Returns at once with a progress
+        (rate_gbps) shortens the sleep. A send/expect from another thread ends
+        the sleep at once. Returns at once with a progress
         thread or inside an on_done callback. See tictac_progress_wait."""
         if timeout is None:
             return lib.tictac_progress(self._h)

@@ -97,6 +97,47 @@ TEST_P(ProgressWaitThreadsTest, AHugeMaxWaitStillSleeps) {
   EXPECT_EQ(dst.back(), 8);
 }
 
+TEST_P(ProgressWaitThreadsTest, AnotherThreadsSendEndsTheSleepAtOnce) {
+  // a's only driver sleeps in progress(10 s) with 1-minute slices: only the
+  // context's wake-up fd can end that sleep when another thread sends.
+  Pair p = makePair(GetParam(), false,
+                    [](ContextOptions& o) { o.wait_recheck = std::chrono::minutes(1); });
+  std::vector<char> src(64 << 10, 6), dst(64 << 10);
+  auto e = p.ba->expect({11, 0, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(e) << e.status().toString();
+  std::atomic<bool> stop{false};
+  std::thread receiver([&] {
+    while (!stop.load()) p.b->progress(1ms);
+  });
+  Result<OpHandle> s = Status(StatusCode::kInvalidArgument, "not posted");
+  std::atomic<int64_t> sent_at{0};
+  std::thread sender([&] {
+    std::this_thread::sleep_for(200ms);
+    sent_at = Clock::now().time_since_epoch().count();
+    s = p.ab->send({11, 0, ""}, src.data(), src.size());
+  });
+  auto t0 = Clock::now();
+  // The first call that returns after the send must do so at once (a call
+  // that slept through it would take the whole 10 s).
+  Clock::time_point woke{};
+  while (since(t0) < 30s) {
+    p.a->progress(10s);
+    if (sent_at.load() != 0 && woke == Clock::time_point{}) woke = Clock::now();
+    if (woke != Clock::time_point{} && (since(woke) > 5s || (s && s.value()->done()))) break;
+  }
+  sender.join();
+  stop = true;
+  receiver.join();
+  ASSERT_TRUE(s) << s.status().toString();
+  EXPECT_TRUE(s.value()->done());
+  auto late = woke - Clock::time_point(Clock::duration(sent_at.load()));
+  EXPECT_LT(late, 2s) << "the sleep ended "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(late).count()
+                      << " ms after another thread's send()";
+  ASSERT_TRUE(driveUntilDone(p, {e.value()}));
+  EXPECT_EQ(dst.back(), 6);
+}
+
 TICTAC_INSTANTIATE_BACKENDS(ProgressWaitThreadsTest);
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "transport/core/context_impl.h"
 
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "transport/core/bootstrap.h"
@@ -21,6 +22,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   if (!backend) return backend.status();
   c->backend_ = std::move(backend.value());
   c->event_fd_ = c->backend_->eventFd();
+  c->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: sleepers use the slices only
   c->cache_ = std::make_unique<RegCache>(c->backend_.get());
   c->backend_->installUnmapHook(&RegCache::unmapHook, c->cache_.get());
   SchedulerOptions so;
@@ -45,6 +47,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
                                                   std::lock_guard<std::mutex> lock(self->sub_mu_);
                                                   self->lost_.emplace_back(peer, why);
                                                   self->sub_pending_ = true;
+                                                  self->wakeSleepers();
                                                 }
                                               });
   if (options.progress_thread) {
@@ -55,6 +58,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
 
 ContextImpl::~ContextImpl() {
   stop_ = true;
+  if (wake_fd_ >= 0) ::close(wake_fd_);
   if (progress_thread_.joinable()) progress_thread_.join();
   if (backend_) flushBeforeClose(0);  // acks owed to peers leave before their kBye
   monitor_.reset();                   // closes every bootstrap link (peers see kBye)
@@ -208,6 +212,7 @@ void ContextImpl::closePeer(uint32_t peer) {
   std::lock_guard<std::mutex> lock(core_mu_);
   drainSubmissions();
   failPeer(peer, Status(StatusCode::kCanceled, "channel closed"));
+  wakeSleepers();  // the failed ops' completions wait for a pass
 }
 
 Status ContextImpl::registerMemory(const void* addr, size_t len) {

@@ -185,6 +185,8 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   // their order); false when the progress thread or another caller holds
   // the core. Chunks leave in the next progress().
   bool startNow(Submission& s);
+  void submit(Submission& s);  // startNow() or the queue, then wakeSleepers()
+  bool cancelOp(uint32_t peer, const OpHandle& op);  // cancel() without the wake-up
   void startSend(Submission& s);
   void startExpect(Submission& s);
   void handleLostPeers();
@@ -220,6 +222,9 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void tryFinishExpect(uint64_t id);
   void progressLoop();
   bool armIdle();  // arm() without the pacing condition (wait.cc)
+ public:
+  void wakeSleepers();  // after publishing work a sleeper must see (wait.cc)
+ private:
 
   ContextOptions opts_;
   std::unique_ptr<Backend> backend_;
@@ -275,6 +280,11 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   // progressFor() returns when another thread's pass may have done its work.
   std::atomic<uint64_t> progress_gen_{0};
   int event_fd_ = -1;  // backend_->eventFd(), read once at create()
+  // A sleeper in progressFor() also polls wake_fd_ (an eventfd): send(),
+  // expect(), cancel(), close() and the monitor's lost-peer notice write it
+  // when sleepers_ > 0, so another thread's work ends the sleep at once.
+  int wake_fd_ = -1;
+  std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::thread progress_thread_;
 };

@@ -30,10 +30,7 @@ Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const vo
   OpHandle h = newHandle(id);
   char* src = const_cast<char*>(static_cast<const char*>(buf));
   Submission s{true, id, peer, key, src, len, p, std::move(cb), h};
-  if (startNow(s)) return h;
-  std::lock_guard<std::mutex> lock(sub_mu_);
-  subs_.push_back(std::move(s));
-  sub_pending_.store(true, std::memory_order_release);
+  submit(s);
   return h;
 }
 
@@ -46,11 +43,17 @@ Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* 
   uint64_t id = next_id_++;
   OpHandle h = newHandle(id);
   Submission s{false, id, peer, key, static_cast<char*>(dst), len, 0, std::move(cb), h};
-  if (startNow(s)) return h;
-  std::lock_guard<std::mutex> lock(sub_mu_);
-  subs_.push_back(std::move(s));
-  sub_pending_.store(true, std::memory_order_release);
+  submit(s);
   return h;
+}
+
+void ContextImpl::submit(Submission& s) {
+  if (!startNow(s)) {
+    std::lock_guard<std::mutex> lock(sub_mu_);
+    subs_.push_back(std::move(s));
+    sub_pending_.store(true, std::memory_order_release);
+  }
+  wakeSleepers();  // either way the op waits for a pass
 }
 
 bool ContextImpl::startNow(Submission& s) {
@@ -129,6 +132,12 @@ void ContextImpl::startSend(Submission& s) {
 }
 
 bool ContextImpl::cancel(uint32_t peer, const OpHandle& op) {
+  bool canceled = cancelOp(peer, op);
+  if (canceled) wakeSleepers();  // the completion waits for a pass
+  return canceled;
+}
+
+bool ContextImpl::cancelOp(uint32_t peer, const OpHandle& op) {
   if (!op) return false;
   std::lock_guard<std::mutex> lock(core_mu_);
   drainSubmissions();

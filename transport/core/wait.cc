@@ -7,6 +7,7 @@
 // event the backend already holds, or a pacing deadline (the token bucket
 // admits the next chunk at a time, not on an event).
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -17,12 +18,21 @@ namespace tictac::transport {
 namespace {
 using Clock = SendScheduler::Clock;
 
-// ppoll on fd (none when fd < 0) for at most `d`; true when fd is readable.
-bool sleepOn(int fd, Clock::duration d) {
+// ppoll on fd and wake (each skipped when < 0) for at most `d`; true when
+// one is readable. A readable wake eventfd is drained.
+bool sleepOn(int fd, Clock::duration d, int wake = -1) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
   timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-  pollfd p{fd, POLLIN, 0};
-  return ::ppoll(&p, fd >= 0 ? 1 : 0, &ts, nullptr) > 0;
+  pollfd p[2];
+  nfds_t n = 0;
+  if (fd >= 0) p[n++] = {fd, POLLIN, 0};
+  if (wake >= 0) p[n++] = {wake, POLLIN, 0};
+  if (::ppoll(p, n, &ts, nullptr) <= 0) return false;
+  if (wake >= 0 && (p[n - 1].revents & POLLIN) != 0) {
+    uint64_t v;
+    (void)!::read(wake, &v, sizeof(v));
+  }
+  return true;
 }
 
 // How long until pacing admits a chunk: max() when no pacing wait is pending.
@@ -61,6 +71,15 @@ void ContextImpl::progressLoop() {
 
 int ContextImpl::eventFd() { return event_fd_; }
 
+void ContextImpl::wakeSleepers() {
+  // Pairs with progressFor()'s increment before it looks for work: either
+  // the sleeper sees what was published before this, or this sees it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (wake_fd_ < 0 || sleepers_.load(std::memory_order_seq_cst) == 0) return;
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
 bool ContextImpl::armIdle() {
   if (inCallbacks() || progress_thread_.joinable()) return false;
   if (sub_pending_.load(std::memory_order_acquire)) return false;
@@ -88,6 +107,11 @@ unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
   auto deadline = max_wait >= Clock::time_point::max() - start ? Clock::time_point::max()
                                                                : start + max_wait;
   auto recheck = std::max<Clock::duration>(opts_.wait_recheck, std::chrono::milliseconds(1));
+  struct Sleeper {  // counted while this call may sleep (see wakeSleepers())
+    std::atomic<int>& n;
+    explicit Sleeper(std::atomic<int>& c) : n(c) { n.fetch_add(1, std::memory_order_seq_cst); }
+    ~Sleeper() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } sleeper(sleepers_);
   for (;;) {
     // Another thread's pass handled events (maybe this caller's): return.
     if (progress_gen_.load(std::memory_order_acquire) != gen) return 0;
@@ -97,7 +121,7 @@ unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
     if (sleep > Clock::duration::zero() && armIdle()) {
       sleep = std::min<Clock::duration>(sleep, untilPacing(pace_retry_));  // armIdle() pumped
       auto slice = std::clamp<Clock::duration>(sleep, Clock::duration::zero(), recheck);
-      if (sleepOn(event_fd_, slice) || slice == sleep) return progress();
+      if (sleepOn(event_fd_, slice, wake_fd_) || slice == sleep) return progress();
       continue;  // a quiet slice: look again for what the fd does not announce
     }
     // Something is pending (or the backend cannot sleep): progress again.

@@ -40,8 +40,8 @@ struct ContextOptions {
   std::chrono::milliseconds peer_timeout{3000};       // silence that declares a peer lost
   std::chrono::milliseconds connect_timeout{10000};   // connect() retries this long
   // progress(max_wait): a sleep is cut into slices this long, after each of
-  // which it looks for what the backend's fd does not announce (another
-  // thread's send()/expect(), a lost peer, another thread's progress).
+  // which it looks for what no fd announces (another thread's progress()
+  // passes; other threads' ops and lost peers also wake it at once).
   std::chrono::milliseconds wait_recheck{20};
   // Scheduler knobs (0 = library default, see docs/transport.md).
   size_t chunk_bytes = 0;
@@ -110,12 +110,13 @@ class Context {
   // The same, but when that pass handled nothing, sleeps until the backend has
   // events (a message, a completion) or `max_wait` passed, then runs progress
   // once more: a caller-driven loop that need not spin a core. Pacing
-  // (rate_gbps) shortens the sleep to when the next chunk may leave. What the
-  // fd does not announce (a send() or expect() from another thread, a lost
-  // peer, events another thread's progress() handled) is noticed within
-  // options.wait_recheck (20 ms): the sleep is cut into such slices. It
-  // returns 0 then (another thread's pass may have run this caller's
-  // completions: check them), and may return 0 early after an empty wake-up
+  // (rate_gbps) shortens the sleep to when the next chunk may leave. Another
+  // thread's send(), expect(), cancel() or close() and a lost peer end the
+  // sleep at once (the context's wake-up eventfd). Events another thread's
+  // progress() handled are noticed within options.wait_recheck (20 ms): the
+  // sleep is cut into such slices, and it returns 0 then (that pass may have
+  // run this caller's completions: check them). It may return 0 early after
+  // an empty wake-up
   // (UCX tcp). max_wait is capped at a year. With progress_thread set, or
   // inside a completion of any context on this thread, it returns at once.
   unsigned progress(std::chrono::microseconds max_wait);
