@@ -42,13 +42,18 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
     });
   }
   c->monitor_ = std::make_unique<PeerMonitor>(options.heartbeat_interval, options.peer_timeout,
-                                              [weak](uint32_t peer, const Status& why) {
-                                                if (auto self = weak.lock()) {
-                                                  std::lock_guard<std::mutex> lock(self->sub_mu_);
-                                                  self->lost_.emplace_back(peer, why);
-                                                  self->sub_pending_ = true;
-                                                  self->wakeSleepers();
+                                              [raw = c.get()](uint32_t peer, const Status& why) {
+                                                // A raw pointer, not a weak_ptr's lock: a
+                                                // strong reference taken here could be the
+                                                // last, and ~ContextImpl would then join the
+                                                // monitor thread from itself. The destructor
+                                                // joins this thread before any member dies.
+                                                {
+                                                  std::lock_guard<std::mutex> lock(raw->sub_mu_);
+                                                  raw->lost_.emplace_back(peer, why);
+                                                  raw->sub_pending_ = true;
                                                 }
+                                                raw->wakeSleepers();
                                               });
   if (options.progress_thread) {
     c->progress_thread_ = std::thread([raw = c.get()] { raw->progressLoop(); });
@@ -58,11 +63,16 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
 
 ContextImpl::~ContextImpl() {
   stop_ = true;
-  if (wake_fd_ >= 0) ::close(wake_fd_);
   if (progress_thread_.joinable()) progress_thread_.join();
   if (backend_) flushBeforeClose(0);  // acks owed to peers leave before their kBye
   monitor_.reset();                   // closes every bootstrap link (peers see kBye)
-  if (!backend_) return;              // creation failed before the backend existed
+  struct CloseWake {                  // last: the callbacks below may still send
+    int fd;
+    ~CloseWake() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_wake{wake_fd_};
+  if (!backend_) return;  // creation failed before the backend existed
   std::vector<Ready> ready;
   {
     std::lock_guard<std::mutex> lock(core_mu_);
