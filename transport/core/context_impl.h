@@ -83,7 +83,8 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   // (no submission, no backend event, no pacing deadline); false from inside
   // a completion. progressFor(): progress(), and when it handled nothing,
   // sleep on the fd (at most max_wait, and at most until pacing admits a
-  // chunk) and progress() again.
+  // chunk) and progress() again. max_wait: at most a year (Context::progress()
+  // clamps it; the deadline is now + max_wait, unsaturated).
   int eventFd();
   bool arm();
   unsigned progressFor(std::chrono::nanoseconds max_wait);

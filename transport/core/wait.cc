@@ -103,9 +103,7 @@ unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
   uint64_t gen = progress_gen_.load(std::memory_order_acquire);
   unsigned n = progress();
   if (n > 0 || inCallbacks() || progress_thread_.joinable()) return n;
-  auto start = SendScheduler::now();
-  auto deadline = max_wait >= Clock::time_point::max() - start ? Clock::time_point::max()
-                                                               : start + max_wait;
+  auto deadline = SendScheduler::now() + max_wait;  // Context::progress() caps it at a year
   auto recheck = std::max<Clock::duration>(opts_.wait_recheck, std::chrono::milliseconds(1));
   struct Sleeper {  // counted while this call may sleep (see wakeSleepers())
     std::atomic<int>& n;
