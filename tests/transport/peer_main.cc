@@ -5,6 +5,8 @@
 //   echo: for each SIZE i (in order) expects tensor (i, 0) of that size,
 //         then sends back tensor (1000 + i, 0): the 8-byte checksum of it.
 //   hold: posts nothing and sleeps until killed (the peer-loss tests kill it).
+//   flood: sends tensors (0, 0), (1, 0), ... of SIZE bytes, one after the
+//         other, until killed or the channel fails.
 // Exit: 0 done, 1 transport failure, 2 usage.
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +20,7 @@ using namespace tictac::transport;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: tictac-test-peer BACKEND echo|hold [SIZE...]\n");
+    std::fprintf(stderr, "usage: tictac-test-peer BACKEND echo|hold|flood [SIZE...]\n");
     return 2;
   }
   std::string backend = argv[1], mode = argv[2];
@@ -43,6 +45,13 @@ int main(int argc, char** argv) {
     for (;;) {
       ctx.value()->progress();
       std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  if (mode == "flood") {
+    std::vector<char> buf(sizes.empty() ? 0 : sizes[0], 7);
+    for (uint64_t i = 0;; ++i) {
+      auto s = ch.value()->send({i, 0, ""}, buf.data(), buf.size());
+      if (!s || !s.value()->wait().isOk()) return 1;
     }
   }
   for (size_t i = 0; i < sizes.size(); ++i) {

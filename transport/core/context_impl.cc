@@ -204,6 +204,14 @@ void ContextImpl::onPeerError(PeerId peer, const Status& status) {
   sub_pending_ = true;
 }
 
+Status ContextImpl::lostOr(uint32_t peer, const Status& s) {
+  std::lock_guard<std::mutex> lock(sub_mu_);
+  for (const auto& [who, why] : lost_) {
+    if (who == peer) return why;
+  }
+  return s;
+}
+
 bool ContextImpl::peerAlive(uint32_t peer) {
   std::lock_guard<std::mutex> lock(core_mu_);
   auto it = peers_.find(peer);

@@ -218,6 +218,11 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   // (see release_after_ctrl_); null or in-place payloads need nothing.
   void releaseLater(void* desc);
   void failExpect(uint64_t id, const Status& s);
+  // A backend may fail an operation on a dying peer before that peer's
+  // onPeerError is drained (UCX: a CMA get from a killed process reports the
+  // endpoint, then the get): the operation then fails with the peer-lost
+  // status, not the transport's raw error.
+  Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
   void tryFinishSend(uint64_t id);
   void tryFinishExpect(uint64_t id);

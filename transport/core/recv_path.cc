@@ -133,7 +133,7 @@ void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
   RecvOp& r = *rp;
   r.pending--;
   if (!status) {
-    failExpect(l.recv_op, status);
+    failExpect(l.recv_op, lostOr(l.peer, status));
     return;
   }
   r.received += l.len;

@@ -82,7 +82,7 @@ void ContextImpl::onSendDone(uint64_t token, const Status& status) {
   // Flagged and done: the peer holds the chunk (Backend::confirmsDelivery).
   // Failed: its ack may never come. Either way the credit returns once.
   if (flagged || !status) confirmChunk(id, op, offset, len);
-  if (!status) failSend(id, status, true);
+  if (!status) failSend(id, lostOr(op.peer, status), true);
   tryFinishSend(id);
 }
 

@@ -97,54 +97,65 @@ UcxBackend::~UcxBackend() {
   for (Retained* r : free_retained_) delete r;
   removeUnmapHook(hook_, hook_arg_);
   if (worker_ != nullptr) {
-    for (auto& [id, pe] : eps_) {
-      ucp_request_param_t rp{};
-      rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      void* req = ucp_ep_close_nbx(pe->ep, &rp);
-      if (UCS_PTR_IS_PTR(req)) closing_.push_back(req);
-    }
+    for (auto& [id, ep] : eps_) closeEndpoint(ep);
     eps_.clear();
     for (int i = 0; i < 100000 && !closing_.empty(); ++i) progress();
+    // A flushed close towards a dead peer may never finish: released here,
+    // the worker's destruction completes it.
+    for (void* req : closing_) ucp_request_free(req);
     ucp_worker_destroy(worker_);
   }
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
 Status UcxBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
-  auto pe = std::make_unique<PeerEp>(PeerEp{this, peer, nullptr});
+  ucp_ep_h handle = nullptr;
   ucp_ep_params_t ep{};
-  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-  if (peer_errors_) ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  // The error callback is installed in both modes. In mode "none" UCX 1.13
+  // still reports a failure it detects itself (a shm peer killed while we pull
+  // its rendezvous payload with CMA: process_vm_readv -> ESRCH), and without a
+  // callback it treats that failure as fatal and aborts the process.
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(remote.data());
   ep.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   ep.err_handler.cb = &UcxBackend::onEpError;
-  ep.err_handler.arg = pe.get();
-  ucs_status_t st = ucp_ep_create(worker_, &ep, &pe->ep);
+  ep.err_handler.arg = this;
+  ucs_status_t st = ucp_ep_create(worker_, &ep, &handle);
   if (st != UCS_OK) return ucxError("ucp_ep_create", st);
   // An endpoint without an RMA lane (UCX 1.13 leaves cma out of endpoints that
   // ask for peer error handling; an asymmetric UCX_TLS does the same) would
   // complete rendezvous sends before delivery: stop confirming from here on.
   // Chunks already flagged keep their flag (the core reads it from the header).
-  if (confirms_ && !endpointHasRmaLane(pe->ep)) confirms_ = false;
-  eps_[peer] = std::move(pe);
+  if (confirms_ && !endpointHasRmaLane(handle)) confirms_ = false;
+  eps_[peer] = handle;
   return Status::ok();
 }
 
 void UcxBackend::removePeer(PeerId peer) {
   auto it = eps_.find(peer);
   if (it == eps_.end()) return;
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-  void* req = ucp_ep_close_nbx(it->second->ep, &rp);
-  if (UCS_PTR_IS_PTR(req)) closing_.push_back(req);
-  eps_.erase(it);
+  ucp_ep_h ep = it->second;
+  eps_.erase(it);  // first: a failure reported during the close is ignored
+  closeEndpoint(ep);
 }
 
-void UcxBackend::onEpError(void* arg, ucp_ep_h, ucs_status_t status) {
-  auto* pe = static_cast<PeerEp*>(arg);
-  pe->self->events_->onPeerError(pe->id, ucxError("UCX endpoint failed", status));
+void UcxBackend::closeEndpoint(ucp_ep_h ep) {
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = peer_errors_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  void* req = ucp_ep_close_nbx(ep, &rp);
+  if (UCS_PTR_IS_PTR(req)) closing_.push_back(req);
+}
+
+void UcxBackend::onEpError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* self = static_cast<UcxBackend*>(arg);
+  for (const auto& [peer, handle] : self->eps_) {
+    if (handle == ep) {
+      self->events_->onPeerError(peer, ucxError("UCX endpoint failed", status));
+      return;
+    }
+  }
 }
 
 Status UcxBackend::post(PeerId peer, std::span<const std::byte> header, const void* data,
@@ -164,7 +175,7 @@ Status UcxBackend::post(PeerId peer, std::span<const std::byte> header, const vo
     rp.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     rp.memh = memhOf(region);
   }
-  void* req = ucp_am_send_nbx(it->second->ep, kAmId, header.data(), header.size(), data, len, &rp);
+  void* req = ucp_am_send_nbx(it->second, kAmId, header.data(), header.size(), data, len, &rp);
   if (req == nullptr) {
     sends_done_.emplace_back(token, Status::ok());
     return Status::ok();

@@ -79,11 +79,6 @@ class UcxBackend final : public Backend {
   static void onUnmap(ucm_event_type_t type, ucm_event_t* event, void* arg);
 
  private:
-  struct PeerEp {
-    UcxBackend* self;
-    PeerId id;
-    ucp_ep_h ep;
-  };
   // A retained incoming payload (the Backend's opaque desc).
   struct Retained {
     enum Kind { kRndv, kData, kCopy } kind;
@@ -94,7 +89,12 @@ class UcxBackend final : public Backend {
                            size_t length, const ucp_am_recv_param_t* param);
   static void onSend(void* request, ucs_status_t status, void* user_data);
   static void onRecv(void* request, ucs_status_t status, size_t length, void* user_data);
+  // Endpoint failure (arg = this): reported for the peer that still owns `ep`;
+  // an endpoint already removed is ignored.
   static void onEpError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // Closes an endpoint: forced in mode "peer"; flushed in mode "none", where
+  // UCX 1.13 refuses a forced close (UCS_ERR_INVALID_PARAM, the endpoint stays).
+  void closeEndpoint(ucp_ep_h ep);
 
   Retained* newRetained();             // from free_retained_ when possible
   void freeRetained(Retained* r);       // back to free_retained_ (bounded)
@@ -106,7 +106,7 @@ class UcxBackend final : public Backend {
   std::vector<uint8_t> address_;
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER
   bool confirms_ = false;     // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
-  std::map<PeerId, std::unique_ptr<PeerEp>> eps_;
+  std::map<PeerId, ucp_ep_h> eps_;
   std::vector<void*> closing_;                            // ep close requests
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
