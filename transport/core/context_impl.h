@@ -220,8 +220,8 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   void failExpect(uint64_t id, const Status& s);
   // A backend may fail an operation on a dying peer before that peer's
   // onPeerError is drained (UCX: a CMA get from a killed process reports the
-  // endpoint, then the get): the operation then fails with the peer-lost
-  // status, not the transport's raw error.
+  // endpoint, then the get; a post on an endpoint UCX saw fail): the
+  // operation then fails with the peer-lost status, not the raw error.
   Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
   void tryFinishSend(uint64_t id);

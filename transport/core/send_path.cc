@@ -49,7 +49,7 @@ unsigned ContextImpl::pump() {
     if (!st) {
       posts_.erase(token);
       sched_->ack(c->op_id, c->length);
-      failSend(c->op_id, st, true);
+      failSend(c->op_id, lostOr(op.peer, st), true);
       continue;
     }
     op.posts++;

@@ -1,5 +1,6 @@
 #include "transport/ucx/backend.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -141,6 +142,11 @@ void UcxBackend::removePeer(PeerId peer) {
 }
 
 void UcxBackend::closeEndpoint(ucp_ep_h ep) {
+  auto f = std::find(failed_.begin(), failed_.end(), ep);
+  if (f != failed_.end()) {
+    failed_.erase(f);
+    if (!peer_errors_) return;
+  }
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   rp.flags = peer_errors_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
@@ -152,6 +158,7 @@ void UcxBackend::onEpError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* self = static_cast<UcxBackend*>(arg);
   for (const auto& [peer, handle] : self->eps_) {
     if (handle == ep) {
+      self->failed_.push_back(ep);
       self->events_->onPeerError(peer, ucxError("UCX endpoint failed", status));
       return;
     }

@@ -94,6 +94,8 @@ class UcxBackend final : public Backend {
   static void onEpError(void* arg, ucp_ep_h ep, ucs_status_t status);
   // Closes an endpoint: forced in mode "peer"; flushed in mode "none", where
   // UCX 1.13 refuses a forced close (UCS_ERR_INVALID_PARAM, the endpoint stays).
+  // A failed endpoint in mode "none" is left to ucp_worker_destroy (a flush
+  // over its failed lanes only logs a UCX error).
   void closeEndpoint(ucp_ep_h ep);
 
   Retained* newRetained();             // from free_retained_ when possible
@@ -108,6 +110,7 @@ class UcxBackend final : public Backend {
   bool confirms_ = false;     // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
   std::map<PeerId, ucp_ep_h> eps_;
   std::vector<void*> closing_;                            // ep close requests
+  std::vector<ucp_ep_h> failed_;                          // reported by onEpError, not closed yet
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
   void* hook_arg_ = nullptr;
