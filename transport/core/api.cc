@@ -108,7 +108,10 @@ unsigned Context::progress() { return impl_->progress(); }
 unsigned Context::progress(std::chrono::microseconds max_wait) {
   // Capped at a year: the conversion to nanoseconds cannot overflow.
   constexpr std::chrono::microseconds kCap = std::chrono::hours(24 * 365);
-  return impl_->progressFor(std::clamp(max_wait, std::chrono::microseconds::zero(), kCap));
+  // A callback may drop the last reference to this Context; progressFor() runs
+  // several passes: `keep` holds the impl until the call returns.
+  std::shared_ptr<ContextImpl> keep = impl_;
+  return keep->progressFor(std::clamp(max_wait, std::chrono::microseconds::zero(), kCap));
 }
 int Context::eventFd() { return impl_->eventFd(); }
 bool Context::arm() { return impl_->arm(); }

@@ -63,7 +63,11 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
 
 ContextImpl::~ContextImpl() {
   stop_ = true;
-  if (progress_thread_.joinable()) progress_thread_.join();
+  if (progress_thread_.get_id() == std::this_thread::get_id()) {
+    progress_thread_.detach();  // the last reference died in a callback on it (progressLoop)
+  } else if (progress_thread_.joinable()) {
+    progress_thread_.join();
+  }
   if (backend_) flushBeforeClose(0);  // acks owed to peers leave before their kBye
   monitor_.reset();                   // closes every bootstrap link (peers see kBye)
   struct CloseWake {                  // last: the callbacks below may still send
@@ -130,6 +134,10 @@ unsigned ContextImpl::progress() {
   // thread returns at t_in_callbacks above, before touching it.
   static thread_local std::vector<Ready> ready;
   ready.swap(ready_);
+  // A callback may drop the last reference to this context (a closure that
+  // owns it): it then dies when `keep` does, after the last member access
+  // below, on this thread (the progress thread's loop checks for that).
+  std::shared_ptr<ContextImpl> keep = weak_from_this().lock();
   lock.unlock();
   ++t_in_callbacks;
   for (auto& r : ready) {

@@ -46,8 +46,13 @@ Clock::duration untilPacing(const std::atomic<int64_t>& retry_at) {
 void ContextImpl::progressLoop() {
   constexpr auto kMaxSleep = std::chrono::milliseconds(1);
   unsigned idle = 0;
+  const std::weak_ptr<ContextImpl> weak = weak_from_this();
   while (!stop_) {
-    if (progress() > 0) {
+    unsigned n = progress();
+    // A callback dropped the last reference: this context died at the end of
+    // progress(), on this thread (its destructor detached it). Touch nothing.
+    if (weak.expired()) return;
+    if (n > 0) {
       idle = 0;
       continue;
     }

@@ -14,6 +14,9 @@
 //   caller again;
 // - a call that fails synchronously (its Result holds an error) posts nothing:
 //   no completion will fire for it.
+// - a callback may drop the last reference to its context (and channel): the
+//   context is then destroyed when the callback's progress pass ends, on the
+//   thread that ran it (pending ops complete kCanceled as usual).
 #pragma once
 
 #include <atomic>
