@@ -1,8 +1,10 @@
-// A context whose last reference is dropped inside one of its own completion
-// callbacks (a Python closure that owns the context does this): the context
-// is destroyed once the callback returns, on the thread that ran it, with no
-// abort (joining the progress thread from itself) and no use after free
-// (the ASan pass runs this suite too).
+// Who destroys a context, and when (ContextImpl::destroy). Its last reference
+// dropped inside one of its own completion callbacks (a Python closure that
+// owns the context does this): the context is destroyed once that callback
+// pass ends, on the thread that ran it, with no abort (joining the progress
+// thread from itself) and no use after free (the ASan pass runs this suite
+// too). Dropped by a user thread while the progress thread runs a callback:
+// the teardown is done when the reset returns.
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -43,6 +45,9 @@ OpHandle sendAndDropInCallback(Pair& p, std::shared_ptr<Owned> owned,
 
 TEST_P(ContextLifetimeTest, LastReferenceDroppedInACallbackOnTheProgressThread) {
   Pair p = makePair(GetParam(), /*progress_thread=*/true);
+  static char never[8];
+  auto pending = p.ab->expect({99, 0, ""}, never, sizeof(never));  // b never sends it
+  ASSERT_TRUE(pending);
   auto owned = std::make_shared<Owned>(Owned{p.a, p.ab});
   p.a.reset();
   p.ab.reset();
@@ -52,11 +57,33 @@ TEST_P(ContextLifetimeTest, LastReferenceDroppedInACallbackOnTheProgressThread) 
   owned.reset();  // now only the pending send's callback owns a
   ASSERT_NE(e, nullptr);
   EXPECT_TRUE(e->wait(30s).isOk()) << e->status().toString();
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!dropped && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  // a's teardown runs on its progress thread: it cancels a's pending expect.
+  EXPECT_EQ(pending.value()->wait(30s).code(), StatusCode::kCanceled);
   EXPECT_TRUE(dropped);
-  std::this_thread::sleep_for(50ms);  // a's destruction finishes on its progress thread
   EXPECT_EQ(calls, 1);
+  std::this_thread::sleep_for(200ms);  // the rest of it (the backend) before this test ends
+}
+
+TEST_P(ContextLifetimeTest, ResetWhileTheProgressThreadRunsACallbackTearsDownBeforeReturning) {
+  Pair p = makePair(GetParam(), /*progress_thread=*/true);
+  static char src[8] = "x", dst[8], never[8];
+  auto pending = p.ab->expect({99, 0, ""}, never, sizeof(never));  // b never sends it
+  auto e = p.ba->expect({1, 0, ""}, dst, sizeof(dst));
+  std::atomic<bool> in_callback{false}, go{false};
+  auto s = p.ab->send({1, 0, ""}, src, sizeof(src), std::nullopt, [&](const Status&) {
+    in_callback = true;
+    while (!go) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);  // still inside while the test thread resets
+  });
+  ASSERT_TRUE(pending && e && s);
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!in_callback && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(in_callback);
+  go = true;
+  p.ab.reset();
+  p.a.reset();  // the last reference: returns only after a's teardown
+  EXPECT_TRUE(pending.value()->done());
+  EXPECT_EQ(pending.value()->status().code(), StatusCode::kCanceled);
 }
 
 TEST_P(ContextLifetimeTest, LastReferenceDroppedInACallbackOfAProgressWithTimeout) {

@@ -108,8 +108,8 @@ unsigned Context::progress() { return impl_->progress(); }
 unsigned Context::progress(std::chrono::microseconds max_wait) {
   // Capped at a year: the conversion to nanoseconds cannot overflow.
   constexpr std::chrono::microseconds kCap = std::chrono::hours(24 * 365);
-  // A callback may drop the last reference to this Context; progressFor() runs
-  // several passes: `keep` holds the impl until the call returns.
+  // A callback may drop the last reference to this Context; progressFor()'s
+  // sleeper count is touched after its last pass: `keep` holds the impl.
   std::shared_ptr<ContextImpl> keep = impl_;
   return keep->progressFor(std::clamp(max_wait, std::chrono::microseconds::zero(), kCap));
 }

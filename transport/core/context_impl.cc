@@ -3,12 +3,16 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "transport/core/bootstrap.h"
 
 namespace tictac::transport {
 
 namespace {
 thread_local int t_in_callbacks = 0;  // >0 while this thread runs completions
+// The context whose completions this thread is running (progress()), if any.
+thread_local const ContextImpl* t_dispatching = nullptr;
 }
 
 bool ContextImpl::inCallbacks() { return t_in_callbacks > 0; }
@@ -16,7 +20,7 @@ bool ContextImpl::inCallbacks() { return t_in_callbacks > 0; }
 ContextImpl::ContextImpl(const ContextOptions& options) : opts_(options) {}
 
 Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& options) {
-  std::shared_ptr<ContextImpl> c(new ContextImpl(options));
+  std::shared_ptr<ContextImpl> c(new ContextImpl(options), &ContextImpl::destroy);
   BackendOptions bo{options.device, options.backend_config};
   auto backend = createBackend(options.backend, bo, c.get());
   if (!backend) return backend.status();
@@ -59,6 +63,14 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
     c->progress_thread_ = std::thread([raw = c.get()] { raw->progressLoop(); });
   }
   return c;
+}
+
+void ContextImpl::destroy(ContextImpl* c) {
+  if (t_dispatching == c) {
+    c->delete_after_pass_ = true;  // progress() or progressLoop deletes it
+    return;
+  }
+  delete c;
 }
 
 ContextImpl::~ContextImpl() {
@@ -134,20 +146,22 @@ unsigned ContextImpl::progress() {
   // thread returns at t_in_callbacks above, before touching it.
   static thread_local std::vector<Ready> ready;
   ready.swap(ready_);
-  // A callback may drop the last reference to this context (a closure that
-  // owns it): it then dies when `keep` does, after the last member access
-  // below, on this thread (the progress thread's loop checks for that).
-  std::shared_ptr<ContextImpl> keep = weak_from_this().lock();
   lock.unlock();
   ++t_in_callbacks;
+  const ContextImpl* outer = t_dispatching;
+  t_dispatching = this;  // a callback (or a closure's destruction) may drop the last reference
   for (auto& r : ready) {
     if (r.cb) r.cb(r.status);
     r.handle->finish(r.status);
   }
-  --t_in_callbacks;
   auto count = static_cast<unsigned>(ready.size());
   ready.clear();
+  t_dispatching = outer;
+  --t_in_callbacks;
   progress_gen_.fetch_add(1, std::memory_order_release);
+  if (delete_after_pass_ && std::this_thread::get_id() != progress_thread_.get_id()) {
+    delete this;  // the last reference died in a callback above (destroy())
+  }
   return n + count;
 }
 
@@ -193,17 +207,18 @@ Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::strin
 }
 
 void ContextImpl::handleLostPeers() {
-  std::vector<std::pair<uint32_t, Status>> lost;
   {
     std::lock_guard<std::mutex> lock(sub_mu_);
-    lost.swap(lost_);
+    dying_.swap(lost_);  // both empty between passes
   }
-  if (lost.empty()) return;
+  if (dying_.empty()) return;
   // A peer that closed gracefully flushed its acks before its kBye: take in
-  // what already arrived on the data path before failing what is left.
+  // what already arrived on the data path before failing what is left. An
+  // operation the backend fails meanwhile takes the peer-lost status (lostOr).
   for (int i = 0; i < 16 && backend_->progress() > 0; ++i) {
   }
-  for (auto& [peer, why] : lost) failPeer(peer, why);
+  for (auto& [peer, why] : dying_) failPeer(peer, why);
+  dying_.clear();
 }
 
 void ContextImpl::onPeerError(PeerId peer, const Status& status) {
@@ -213,6 +228,9 @@ void ContextImpl::onPeerError(PeerId peer, const Status& status) {
 }
 
 Status ContextImpl::lostOr(uint32_t peer, const Status& s) {
+  for (const auto& [who, why] : dying_) {
+    if (who == peer) return why;
+  }
   std::lock_guard<std::mutex> lock(sub_mu_);
   for (const auto& [who, why] : lost_) {
     if (who == peer) return why;

@@ -63,6 +63,14 @@ struct PeerKeyHash {  // every input bit reaches every output bit (splitmix64 fi
 class ContextImpl : public BackendEvents, public std::enable_shared_from_this<ContextImpl> {
  public:
   static Result<std::shared_ptr<ContextImpl>> create(const ContextOptions& options);
+  // create()'s deleter. A completion callback may drop the last reference (a
+  // closure that owns the context): when that happens inside this context's
+  // callback pass on this thread, the context is deleted when the pass ends
+  // (by progress(), or by progressLoop on the progress thread, whose
+  // destructor then detaches that thread); anywhere else at once, so a user
+  // thread's last reset still returns only after the teardown (joining the
+  // progress thread).
+  static void destroy(ContextImpl* c);
   ~ContextImpl() override;
 
   Result<OpHandle> send(uint32_t peer, const TensorKey& key, const void* buf, size_t len,
@@ -218,6 +226,8 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   // (see release_after_ctrl_); null or in-place payloads need nothing.
   void releaseLater(void* desc);
   void failExpect(uint64_t id, const Status& s);
+  // The lost_ batch handleLostPeers() is failing (core_mu_; empty otherwise).
+  std::vector<std::pair<uint32_t, Status>> dying_;
   // A backend may fail an operation on a dying peer before that peer's
   // onPeerError is drained (UCX: a CMA get from a killed process reports the
   // endpoint, then the get; a post on an endpoint UCX saw fail): the
@@ -292,6 +302,7 @@ class ContextImpl : public BackendEvents, public std::enable_shared_from_this<Co
   int wake_fd_ = -1;
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  bool delete_after_pass_ = false;  // destroy() ran inside this thread's callback pass
   std::thread progress_thread_;
 };
 

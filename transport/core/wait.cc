@@ -46,12 +46,12 @@ Clock::duration untilPacing(const std::atomic<int64_t>& retry_at) {
 void ContextImpl::progressLoop() {
   constexpr auto kMaxSleep = std::chrono::milliseconds(1);
   unsigned idle = 0;
-  const std::weak_ptr<ContextImpl> weak = weak_from_this();
   while (!stop_) {
     unsigned n = progress();
-    // A callback dropped the last reference: this context died at the end of
-    // progress(), on this thread (its destructor detached it). Touch nothing.
-    if (weak.expired()) return;
+    if (delete_after_pass_) {  // a callback dropped the last reference (destroy())
+      delete this;             // detaches this thread; touch nothing after it
+      return;
+    }
     if (n > 0) {
       idle = 0;
       continue;
@@ -104,6 +104,8 @@ bool ContextImpl::arm() {
   return armIdle() && pace_retry_.load(std::memory_order_relaxed) == INT64_MAX;
 }
 
+// The caller holds a reference (Context::progress(max_wait)): a callback that
+// drops the last one would otherwise delete this before `sleeper` is undone.
 unsigned ContextImpl::progressFor(std::chrono::nanoseconds max_wait) {
   uint64_t gen = progress_gen_.load(std::memory_order_acquire);
   unsigned n = progress();

@@ -201,10 +201,7 @@ void UcxBackend::onSend(void* request, ucs_status_t status, void* user_data) {
         token, Status(StatusCode::kPeerLost, "the peer dropped the message (channel closed)"));
     return;
   }
-  if (status == UCS_ERR_CANCELED || status == UCS_ERR_CONNECTION_RESET ||
-      status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_UNREACHABLE) {
-    // The endpoint failed or was closed under the send: the peer is gone,
-    // whichever of this and the bootstrap's EOF is noticed first.
+  if (peerGone(status)) {
     self->events_->onSendDone(token, Status(StatusCode::kPeerLost,
                                             std::string("UCX send ended: peer gone (") +
                                                 ucs_status_string(status) + ")"));

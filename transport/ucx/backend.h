@@ -43,6 +43,14 @@ bool rendezvousConfirms(ucp_context_h context, const BackendOptions& options);
 // rendezvous moves data by get/put rather than by AM fragments).
 bool endpointHasRmaLane(ucp_ep_h ep);
 
+// The statuses a request ends with when its endpoint failed or was closed
+// under it: the peer is gone, whichever of this and the bootstrap's EOF is
+// noticed first (completions report kPeerLost for them).
+inline bool peerGone(ucs_status_t st) {
+  return st == UCS_ERR_CANCELED || st == UCS_ERR_CONNECTION_RESET ||
+         st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_UNREACHABLE;
+}
+
 // Lives inside every ucp request (ucp_params_t::request_size).
 struct RequestData {
   uint64_t token;

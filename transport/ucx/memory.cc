@@ -81,11 +81,12 @@ void UcxBackend::onRecv(void* request, ucs_status_t status, size_t, void* user_d
   auto* self = static_cast<UcxBackend*>(user_data);
   uint64_t token = static_cast<RequestData*>(request)->token;
   ucp_request_free(request);
-  self->events_->onReceiveDone(
-      token, status == UCS_OK ? Status::ok()
-                              : Status(StatusCode::kIoError,
-                                       std::string("UCX receive failed: ") +
-                                           ucs_status_string(status)));
+  Status st = Status::ok();
+  if (status != UCS_OK) {
+    st = Status(peerGone(status) ? StatusCode::kPeerLost : StatusCode::kIoError,
+                std::string("UCX receive failed: ") + ucs_status_string(status));
+  }
+  self->events_->onReceiveDone(token, st);
 }
 
 void UcxBackend::release(void* desc) {

@@ -16,7 +16,10 @@
 //   no completion will fire for it.
 // - a callback may drop the last reference to its context (and channel): the
 //   context is then destroyed when the callback's progress pass ends, on the
-//   thread that ran it (pending ops complete kCanceled as usual).
+//   thread that ran it (pending ops complete kCanceled as usual; on the
+//   progress thread this teardown finishes after the callback returned, and
+//   nothing waits for it). A last reference dropped anywhere else returns
+//   only after the teardown.
 #pragma once
 
 #include <atomic>
