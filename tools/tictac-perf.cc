@@ -11,26 +11,61 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "tools/cli_checks.h"
 #include "tools/perf/perf.h"
 
 using namespace tictac::perf;
 
 namespace {
 
-size_t parseSize(const std::string& text) {
-  size_t pos = 0;
-  double v = std::stod(text, &pos);
-  std::string suf = text.substr(pos);
+// A byte count: a number with an optional K/M/G suffix (powers of 1024) that
+// comes to a whole number of bytes in [min, kMaxBytes]; throws
+// std::invalid_argument naming the flag otherwise.
+size_t parseSize(const char* flag, const std::string& text, uint64_t min) {
+  const std::string bad = std::string(flag) + ": bad size '" + text + "'";
+  const size_t digits = text.find_first_not_of("0123456789.");
+  const std::string num = text.substr(0, digits),
+                    suf = digits == std::string::npos ? "" : text.substr(digits);
   double mul = suf.empty() ? 1 : suf == "K" || suf == "k" ? 1024 : suf == "M" || suf == "m" ? 1 << 20
                : suf == "G" || suf == "g" ? double(1u << 30) : -1;
-  if (mul < 0 || v < 0) throw std::invalid_argument("bad size '" + text + "'");
-  return static_cast<size_t>(v * mul);
+  size_t pos = 0;
+  double v = -1;
+  try {
+    if (!num.empty() && num.front() != '.') v = std::stod(num, &pos);
+  } catch (const std::exception&) {
+  }
+  if (mul < 0 || v < 0 || pos != num.size()) {
+    throw std::invalid_argument(bad + " (expected a number with an optional K, M or G suffix)");
+  }
+  const double bytes = v * mul;
+  if (bytes != std::floor(bytes)) {
+    throw std::invalid_argument(bad + " (not a whole number of bytes)");
+  }
+  if (bytes < double(min) || bytes > double(kMaxBytes)) {
+    throw std::invalid_argument(bad + " (must be " + std::to_string(min) + " .. " +
+                                std::to_string(kMaxBytes >> 30) + "G)");
+  }
+  return static_cast<size_t>(bytes);
+}
+
+// Runs one side's session; an allocation failure (or any other exception)
+// ends it with one line and exit status 1 instead of an abort.
+int guarded(const std::function<int()>& session) {
+  try {
+    return session();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tictac-perf: out of memory for the run's buffers\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tictac-perf: %s\n", e.what());
+  }
+  return 1;
 }
 
 }  // namespace
@@ -49,21 +84,27 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"ucx", "verbs"}))->capture_default_str();
   app.add_option("--test", o.test, "bw | lat | prio")->check(CLI::IsMember({"bw", "lat", "prio"}))
       ->capture_default_str();
-  auto* s_opt = app.add_option("-s,--size", size_s, "message size in bytes, K/M/G suffix allowed "
-                               "(default 65536 for bw and prio, 2 for lat)");
+  auto* s_opt = app.add_option("-s,--size", size_s, "message size in bytes, 1 .. 1G, K/M/G suffix "
+                               "allowed (default 65536 for bw and prio, 2 for lat)");
   app.add_flag("-a,--all", o.all, "all sizes 2 B .. 8 MiB (powers of two)")->excludes(s_opt);
   app.add_option("-n,--iters", o.iters, "iterations (default: 2000 for lat and prio; bw: about "
-                 "one second of data at the measured rate)");
+                 "one second of data at the measured rate; at most 10^8)")
+      ->check(tictac::tools::unsignedInteger())
+      ->check(CLI::Range(size_t{0}, kMaxIters));
   app.add_option("--warmup", o.warmup, "bw: untimed sends before timing, as perftest does "
-                 "(default: a tenth of -n)")->check(CLI::NonNegativeNumber);
+                 "(default: a tenth of -n)")
+      ->check(tictac::tools::unsignedInteger())
+      ->check(CLI::Range(int64_t{0}, int64_t{kMaxIters}));
   bool no_huge = false;
   app.add_flag("--no-huge-pages", no_huge, "allocate the benchmark's buffers on 4 KiB pages "
                "(default: 2 MiB aligned, advised to use transparent huge pages)");
-  app.add_option("--window", window_s, "scheduler window, bytes in flight (default: library's)");
-  app.add_option("--chunk", chunk_s, "scheduler chunk size in bytes (default: library's)");
-  app.add_option("--bulk-size", bulk_s, "prio: bulk tensor size (default 8 MiB)");
+  app.add_option("--window", window_s,
+                 "scheduler window, bytes in flight (0 or unset: library's; at most 1G)");
+  app.add_option("--chunk", chunk_s,
+                 "scheduler chunk size in bytes (0 or unset: library's; at most 1G)");
+  app.add_option("--bulk-size", bulk_s, "prio: bulk tensor size, 1 B .. 1G (default 8 MiB)");
   app.add_option("--rate-gbps", o.rate, "pace sends to this payload rate (0 = unpaced)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tictac::tools::finiteNumber(false));
   app.add_option("--port", o.port, "bootstrap TCP port")->capture_default_str();
   app.add_option("--device", o.device, "device (ucx: UCX_NET_DEVICES; verbs: ibverbs device)");
   app.add_flag("--json", o.json_out, "one JSON object per result on stdout");
@@ -71,10 +112,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     Buffer::huge_pages = !no_huge;
-    if (!size_s.empty()) o.size = parseSize(size_s);
-    if (!window_s.empty()) o.window = parseSize(window_s);
-    if (!chunk_s.empty()) o.chunk = parseSize(chunk_s);
-    if (!bulk_s.empty()) o.bulk = parseSize(bulk_s);
+    if (s_opt->count() > 0) o.size = parseSize("--size", size_s, 1);
+    if (app.count("--window") > 0) o.window = parseSize("--window", window_s, 0);
+    if (app.count("--chunk") > 0) o.chunk = parseSize("--chunk", chunk_s, 0);
+    if (app.count("--bulk-size") > 0) o.bulk = parseSize("--bulk-size", bulk_s, 1);
   } catch (const CLI::ParseError& e) {
     ::dup2(out_fd, 1);
     return app.exit(e) == 0 ? 0 : 2;
@@ -106,9 +147,12 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "tictac-perf: waiting for a client on port %u\n", l.value()->port());
     auto ch = l.value()->accept(std::chrono::hours(24));
-    if (!ch) return 1;
+    if (!ch) {  // e.g. a connection that is not a tictac peer
+      std::fprintf(stderr, "tictac-perf: accepting a client: %s\n", ch.status().toString().c_str());
+      return 1;
+    }
     s.ch = ch.value();
-    int rc = serve(s, *l.value());
+    int rc = guarded([&] { return serve(s, *l.value()); });
     if (rc != 0) std::fprintf(stderr, "tictac-perf: session failed\n");
     return rc;
   }
@@ -119,7 +163,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   s.ch = ch.value();
-  int rc = runClient(s, o, copts, out);
+  int rc = guarded([&] { return runClient(s, o, copts, out); });
   std::fflush(out);
   return rc;
 }

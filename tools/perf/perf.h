@@ -37,6 +37,13 @@ enum Mode : uint32_t { kPriority = 0, kFifo = 1, kIsolated = 2 };
 // so an old peer's expect of the config fails with a size mismatch.
 constexpr uint32_t kConfigVersion = 2;
 
+// The largest message, bulk tensor, window or chunk the client asks for and
+// the server accepts in a run config (each side allocates `size` and `bulk`).
+constexpr uint64_t kMaxBytes = uint64_t{1} << 30;
+// The most iterations (and warm-up sends) of a run: the client keeps a
+// timestamp per send.
+constexpr size_t kMaxIters = 100'000'000;
+
 struct RunConfig {  // sent client -> server before every run
   uint32_t test = 0, mode = 0;
   uint64_t size = 0, iters = 0, bulk = 0;

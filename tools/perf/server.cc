@@ -60,6 +60,15 @@ int serve(Session& s, transport::Listener& listener) {
     RunConfig cfg;
     if (int rc = receiveConfig(s, cfg); rc != 0) return rc;
     if (cfg.test == kQuit) return 0;
+    if (cfg.size > kMaxBytes || cfg.bulk > kMaxBytes) {  // a client may send anything
+      std::fprintf(stderr,
+                   "tictac-perf: the client's run config asks for %llu-byte messages and a "
+                   "%llu-byte bulk tensor (at most %llu each)\n",
+                   static_cast<unsigned long long>(cfg.size),
+                   static_cast<unsigned long long>(cfg.bulk),
+                   static_cast<unsigned long long>(kMaxBytes));
+      return 1;
+    }
     Buffer buf(cfg.size, 0), bulk(cfg.bulk, 0);
     if (cfg.test == kBw) {
       ExpectRing ring{s.ch.get(), 0, cfg.iters, 0, 0, s.run, &buf, {}, {}, {}, false};
