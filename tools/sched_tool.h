@@ -45,8 +45,10 @@ inline sched::Graph loadGraphReporting(const char* tool, const std::string& path
   std::vector<std::string> warnings;
   sched::Graph g = sched::loadGraph(path, &warnings);
   for (const auto& w : warnings) std::cerr << tool << ": warning: " << w << "\n";
-  if (!timing.empty())
-    std::cerr << tool << ": " << sched::loadTimingTrace(g, timing).summary() << "\n";
+  if (!timing.empty()) {  // load first: a failure must not leave "tool: " on stderr
+    const std::string summary = sched::loadTimingTrace(g, timing).summary();
+    std::cerr << tool << ": " << summary << "\n";
+  }
   return g;
 }
 

@@ -19,6 +19,7 @@
 #include "tictac/sched/analyzer.h"
 #include "tictac/sched/graph.h"
 #include "tictac/sched/timing.h"
+#include "tools/cli_checks.h"
 #include "tools/sched_tool.h"
 
 namespace {
@@ -82,10 +83,10 @@ int main(int argc, char** argv) {
   app.add_option("--bandwidth-gbps", a.opts.bandwidth_gbps,
                  "link rate in 10^9 bit/s of payload; transfer time = bytes*8/(F*1e3) us "
                  "+ latency")
-      ->check(CLI::PositiveNumber)
+      ->check(tictac::tools::finiteNumber(true))
       ->capture_default_str();
   app.add_option("--latency-us", a.opts.latency_us, "per-transfer latency added to every recv, us")
-      ->check(CLI::NonNegativeNumber)
+      ->check(tictac::tools::finiteNumber(false))
       ->capture_default_str();
   app.add_option("--timing", a.timing,
                  "Chrome trace-event JSON whose complete events named like ops set their "
@@ -93,7 +94,9 @@ int main(int argc, char** argv) {
   app.add_flag("--use-recv-times", a.opts.use_recv_times,
                "use a recv's own time_us (from the graph or --timing) as its transfer time "
                "instead of the bandwidth formula (default: off)");
-  app.add_option("--seed", a.opts.seed, "seed of the random analyzer")->capture_default_str();
+  app.add_option("--seed", a.opts.seed, "seed of the random analyzer")
+      ->check(tictac::tools::unsignedInteger())
+      ->capture_default_str();
   app.add_option("--plugin", a.plugins,
                  "shared library exporting analyzers through tictac/sched/plugin.h; "
                  "may be given several times");

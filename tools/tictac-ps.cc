@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "tools/cli_checks.h"
 #include "tools/ps/launch.h"
 #include "tools/ps/roles.h"
 #include "transport/core/send_scheduler.h"
@@ -89,21 +90,21 @@ int main(int argc, char** argv) {
   app.add_option("--ps", c.ps, "number of parameter servers (sharded as tictac-sim shards)")->check(CLI::Range(1, 64));
   app.add_option("--iterations", c.iterations, "iterations to run")->check(CLI::Range(1, 100000));
   app.add_option("--order", c.order, "random (each worker its own order every iteration), fifo, tic, tac, reverse, or a name<TAB>priority file");
-  app.add_option("--seed", c.seed, "seed of --order random: worker w, iteration k uses seed+w*iterations+k");
+  app.add_option("--seed", c.seed, "seed of --order random: worker w, iteration k uses seed+w*iterations+k")->check(tictac::tools::unsignedInteger());
   app.add_option("--backend", c.backend, "ucx or verbs (verbs: soft-RoCE guest only)")->check(CLI::IsMember({"ucx", "verbs"}));
-  app.add_option("--rate-gbps", c.rate_gbps, "link rate: the scheduler paces every sender to it (loopback emulation), and tictac-sim's prediction uses it; 0 = unpaced")->check(CLI::NonNegativeNumber);
-  app.add_option("--compute-scale", c.compute_scale, "multiplies every op's time_us (compute is a sleep)")->check(CLI::NonNegativeNumber);
-  app.add_option("--bwd-factor", c.bwd_factor, "training: backward time = factor x forward time (tictac-sim's default 2)")->check(CLI::NonNegativeNumber);
-  app.add_option("--chunk", c.chunk_bytes, "transport chunk size in bytes (0 = library default)");
-  app.add_option("--window", c.window_bytes, "transport in-flight window in bytes (0 = library default)");
-  app.add_option("--port", c.port, "PS i listens on port + i");
-  app.add_option("--trace-iteration", c.trace_iteration, "the iteration --trace shows");
+  app.add_option("--rate-gbps", c.rate_gbps, "link rate: the scheduler paces every sender to it (loopback emulation), and tictac-sim's prediction uses it; 0 = unpaced")->check(tictac::tools::finiteNumber(false));
+  app.add_option("--compute-scale", c.compute_scale, "multiplies every op's time_us (compute is a sleep)")->check(tictac::tools::finiteNumber(false));
+  app.add_option("--bwd-factor", c.bwd_factor, "training: backward time = factor x forward time (tictac-sim's default 2)")->check(tictac::tools::finiteNumber(false));
+  app.add_option("--chunk", c.chunk_bytes, "transport chunk size in bytes (0 = library default)")->check(tictac::tools::unsignedInteger());
+  app.add_option("--window", c.window_bytes, "transport in-flight window in bytes (0 = library default)")->check(tictac::tools::unsignedInteger());
+  app.add_option("--port", c.port, "PS i listens on port + i")->check(tictac::tools::unsignedInteger());
+  app.add_option("--trace-iteration", c.trace_iteration, "the iteration --trace shows")->check(tictac::tools::unsignedInteger());
   app.add_flag("--json", json_out, "print the report as one JSON object on stdout");
   app.add_option("--trace", trace, "write a Chrome trace of one iteration (network and compute lanes per worker)");
   app.add_flag("--autotune", tune, "search chunk size and window over short runs first; report the choice and its gain over the defaults");
-  app.add_option("--timeout", timeout, "launcher: kill the roles after this many seconds")->check(CLI::PositiveNumber);
+  app.add_option("--timeout", timeout, "launcher: kill the roles after this many seconds")->check(tictac::tools::finiteNumber(true));
   app.add_option("--role", role, "run one role: ps or worker (default: launch all locally)")->check(CLI::IsMember({"ps", "worker"}));
-  app.add_option("--rank", rank, "rank of --role");
+  app.add_option("--rank", rank, "rank of --role")->check(tictac::tools::unsignedInteger());
   app.add_option("--peers", peers, "--role: host:port of every PS, comma separated");
   app.add_flag("--shaped", c.shaped, "links are shaped outside (netns + tbf): no pacing");
   try {

@@ -23,6 +23,7 @@
 #include "tictac/sched/graph.h"
 #include "tictac/sched/sim.h"
 #include "tictac/sched/timing.h"
+#include "tools/cli_checks.h"
 #include "tools/sched_tool.h"
 
 namespace {
@@ -183,15 +184,15 @@ int main(int argc, char** argv) {
   app.add_option("--bandwidth-gbps", a.sim.bandwidth_gbps,
                  "rate of every link, 10^9 bit/s of payload (transfer = bytes*8/(F*1e3) us)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(tictac::tools::finiteNumber(true));
   app.add_option("--latency-us", a.sim.latency_us, "latency paid once per transfer, us")
-      ->check(CLI::NonNegativeNumber)
+      ->check(tictac::tools::finiteNumber(false))
       ->capture_default_str();
   app.add_option("--timing", a.timing,
                  "Chrome trace-event JSON whose complete events set the ops' time_us "
                  "(recv times are not used: transfers follow the bandwidth)");
   app.add_option("--compute-scale", a.sim.compute_scale, "multiply every compute time by X")
-      ->check(CLI::NonNegativeNumber)
+      ->check(tictac::tools::finiteNumber(false))
       ->capture_default_str();
   app.add_option("--mode", a.mode,
                  "inference (forward only, iterations independent) or training (backward "
@@ -200,7 +201,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bwd-factor", a.sim.bwd_factor,
                  "training: backward time of an op = F x its forward time")
-      ->check(CLI::NonNegativeNumber)
+      ->check(tictac::tools::finiteNumber(false))
       ->capture_default_str();
   app.add_option("--workers", a.sim.workers, "number of workers W")
       ->check(CLI::Range(1u, 100000u))
@@ -213,10 +214,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", a.seed,
                  "seed of --order random; worker w in iteration k draws with seed+w*runs+k")
+      ->check(tictac::tools::unsignedInteger())
       ->capture_default_str();
   app.add_option("--chunk-bytes", a.sim.chunk_bytes,
                  "send transfers in chunks of B bytes, re-arbitrating links between chunks "
                  "(0 = whole transfers)")
+      ->check(tictac::tools::unsignedInteger())
       ->capture_default_str();
   app.add_option("--trace", a.trace,
                  "write a Chrome trace-event JSON of the network and compute lanes (Perfetto)");

@@ -126,4 +126,26 @@ TEST(PsIntegration, BadInputExits2) {
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
+// Bad numbers are refused before anything is launched, with a short line
+// naming the flag: nan rate and timeout were taken (a nan timeout never
+// fires), "--chunk -1" ran as chunk 2^64-1, and CLI11's own range checks
+// printed 300 digits of DBL_MAX.
+TEST(PsIntegration, BadNumbersExit2WithAShortLine) {
+  const std::string tool = std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-ps " +
+                           TICTAC_SOURCE_ROOT + "/data/graphs/tiny.json --iterations 1 ";
+  for (const char* args : {"--rate-gbps nan", "--timeout nan", "--timeout 0", "--chunk -1",
+                           "--window 99999999999999999999", "--compute-scale -1"}) {
+    FILE* p = popen(("timeout 60 " + tool + args + " 2>&1 >/dev/null").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string err;
+    std::array<char, 4096> buf{};
+    while (fgets(buf.data(), buf.size(), p)) err += buf.data();
+    int status = pclose(p);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << args << ": " << err;
+    EXPECT_NE(err.find(std::string(args).substr(0, std::string(args).find(' '))), std::string::npos)
+        << args << ": " << err;
+    EXPECT_LT(err.size(), 160u) << args << ": " << err;
+  }
+}
+
 }  // namespace

@@ -106,4 +106,19 @@ TEST_F(AnalyzeTool, ExitCodes) {
   EXPECT_EQ(r.code, 1) << r.err;
 }
 
+// A bad number names its flag in a short line (CLI11's checks printed the
+// range up to DBL_MAX, 300 digits, and "--seed -5" ran as seed 2^64-5); a
+// missing --timing file printed "tictac-analyze: " twice.
+TEST_F(AnalyzeTool, BadNumbersAndMissingTimingGiveOneShortLine) {
+  for (const char* args : {" --algo tac --bandwidth-gbps 0", " --algo tac --latency-us nan",
+                           " --algo random --seed -5"}) {
+    Result r = run(path("g.json") + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_LT(r.err.size(), 160u) << args << ": " << r.err;
+  }
+  Result r = run(path("g.json") + " --algo tac --timing " + path("absent.trace.json"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.find("tictac-analyze: tictac-analyze:"), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -74,6 +74,33 @@ TEST_F(SimTool, ExitCodes) {
       runSim(g + " --order tac --bandwidth-gbps 10 --trace " + path("no/such/dir/t.json")).code, 1);
 }
 
+// Bad numbers: exit 2 with a short message naming the flag. CLI11's own
+// checks printed the range up to DBL_MAX (300 digits) and let nan through (it
+// then failed later, in the simulator); "-1" became 2^64-1 and a value past
+// 2^64 saturated, both run as "no chunking"; a missing --timing file printed
+// the tool's name twice.
+TEST_F(SimTool, BadNumbersNameTheFlagInAShortMessage) {
+  const std::string g = path("g.json") + " --order tac ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--bandwidth-gbps 0", "--bandwidth-gbps"},
+      {"--bandwidth-gbps nan", "--bandwidth-gbps"},
+      {"--bandwidth-gbps 10 --latency-us -1", "--latency-us"},
+      {"--bandwidth-gbps 10 --compute-scale inf", "--compute-scale"},
+      {"--bandwidth-gbps 10 --chunk-bytes -1", "--chunk-bytes"},
+      {"--bandwidth-gbps 10 --chunk-bytes 18446744073709551616", "--chunk-bytes"},
+      {"--bandwidth-gbps 10 --seed -1", "--seed"},
+  };
+  for (const auto& [args, flag] : cases) {
+    ToolRun r = runSim(g + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
+    EXPECT_LT(r.err.size(), 160u) << args << ": " << r.err;
+  }
+  ToolRun r = runSim(g + "--bandwidth-gbps 10 --timing " + path("missing.json"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.find("tictac-sim: tictac-sim:"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tictac::sched
 #endif  // TICTAC_SIM_BIN
