@@ -145,11 +145,13 @@ int main(int argc, char** argv) {
     if (!trace.empty()) {
       std::ofstream f(trace, std::ios::binary | std::ios::trunc);
       f << tr.dump();
+      f.close();  // a write error may show only when the buffer is flushed
       if (!f) { std::cerr << "tictac-ps: cannot write " << trace << "\n"; return 1; }
     }
     std::cerr << tableHeader() << "\n" << tableRow(report) << "\n";
     if (tune) std::cerr << "autotune: " << tuned.dump() << "\n";
     if (json_out) std::cout << report.dump() << "\n" << std::flush;
+    if (!std::cout) { std::cerr << "tictac-ps: cannot write the report to stdout\n"; return 1; }
     return tableRow(report).find("FAILED") == std::string::npos ? 0 : 1;
   } catch (const tictac::sched::InputError& e) {
     std::cerr << "tictac-ps: " << e.what() << "\n";

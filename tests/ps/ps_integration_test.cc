@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -146,6 +147,16 @@ TEST(PsIntegration, BadNumbersExit2WithAShortLine) {
         << args << ": " << err;
     EXPECT_LT(err.size(), 160u) << args << ": " << err;
   }
+}
+
+// The --json report goes to a full disk: exit 1 with a line, not 0 (the
+// report was lost silently).
+TEST(PsIntegration, UnwritableStdoutExits1) {
+  const std::string cmd = "timeout 120 " + std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-ps " +
+                          TICTAC_SOURCE_ROOT +
+                          "/data/graphs/tiny.json --iterations 1 --timeout 60 --json >/dev/full";
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
 }
 
 }  // namespace
