@@ -3,8 +3,6 @@
 #include "sched/onnx/onnx_loader.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,10 +20,9 @@ std::string q(const std::string& s) {
 }
 
 onnx::ModelProto parseModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open file");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error(path + ": read error");
+  // readFile names the path in its errors (an ifstream read of a directory
+  // threw libstdc++'s "basic_filebuf::underflow error", without it).
+  const std::string bytes = detail::readFile(path);
   if (bytes.empty()) throw InputError(path + ": empty file, not an ONNX model");
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     throw InputError(path + ": larger than 2 GiB; models with external data are not supported");

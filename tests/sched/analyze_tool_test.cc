@@ -2,6 +2,7 @@
 // checks its output format and exit codes (0 ok, 1 I/O failure, 2 bad input).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/sched/tool_test_util.h"
@@ -119,6 +120,17 @@ TEST_F(AnalyzeTool, BadNumbersAndMissingTimingGiveOneShortLine) {
   Result r = run(path("g.json") + " --algo tac --timing " + path("absent.trace.json"));
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err.find("tictac-analyze: tictac-analyze:"), std::string::npos) << r.err;
+}
+
+// A directory where a graph file should be: exit 1 with the path and the
+// reason (.onnx said only "basic_filebuf::underflow error reading the file").
+TEST_F(AnalyzeTool, DirectoryAsGraphNamesThePath) {
+  for (const char* name : {"dir.json", "dir.onnx"}) {
+    std::filesystem::create_directory(path(name));
+    Result r = run(path(name) + " --algo tac");
+    EXPECT_EQ(r.code, 1) << name;
+    EXPECT_NE(r.err.find(path(name) + ": read failed: Is a directory"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
