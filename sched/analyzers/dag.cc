@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <utility>
 
@@ -81,7 +82,11 @@ int64_t toNs(double us, const std::string& what) {
   if (std::isnan(us) || us < 0)
     throw InputError(what + ": time must be >= 0, got " + std::to_string(us));
   double ns = std::round(us * 1e3);
-  if (ns > kMaxNs) throw InputError(what + ": time " + std::to_string(us) + " us is too large");
+  if (ns > kMaxNs) {  // %g: std::to_string wrote all 300 digits of 1e300
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", us);
+    throw InputError(what + ": time " + text + " us is too large (at most 1e12 us)");
+  }
   return static_cast<int64_t>(ns);
 }
 

@@ -122,6 +122,17 @@ TEST_F(AnalyzeTool, BadNumbersAndMissingTimingGiveOneShortLine) {
   EXPECT_EQ(r.err.find("tictac-analyze: tictac-analyze:"), std::string::npos) << r.err;
 }
 
+// A time beyond the analyzers' range: one short line (std::to_string printed
+// every digit of 1e300, over 300 characters).
+TEST_F(AnalyzeTool, HugeTimeGivesAShortLine) {
+  write("huge.json", R"({"name": "g", "ops": [{"name": "w", "kind": "recv", "bytes": 8},
+    {"name": "c", "kind": "compute", "time_us": 1e300, "inputs": ["w"]}]})");
+  Result r = run(path("huge.json") + " --algo tac");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("1e+300 us is too large"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 120u) << r.err;
+}
+
 // A directory where a graph file should be: exit 1 with the path and the
 // reason (.onnx said only "basic_filebuf::underflow error reading the file").
 TEST_F(AnalyzeTool, DirectoryAsGraphNamesThePath) {
