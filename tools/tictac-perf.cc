@@ -105,13 +105,18 @@ int main(int argc, char** argv) {
   app.add_option("--bulk-size", bulk_s, "prio: bulk tensor size, 1 B .. 1G (default 8 MiB)");
   app.add_option("--rate-gbps", o.rate, "pace sends to this payload rate (0 = unpaced)")
       ->check(tictac::tools::finiteNumber(false));
-  app.add_option("--port", o.port, "bootstrap TCP port")->capture_default_str();
+  app.add_option("--port", o.port, "bootstrap TCP port (server: 0 = any free port, printed)")
+      ->capture_default_str();
   app.add_option("--device", o.device, "device (ucx: UCX_NET_DEVICES; verbs: ibverbs device)");
   app.add_flag("--json", o.json_out, "one JSON object per result on stdout");
   app.add_option("SERVER", o.server, "server host name or address (client mode)");
   try {
     app.parse(argc, argv);
     Buffer::huge_pages = !no_huge;
+    if (!o.server.empty() && o.port == 0) {
+      throw std::invalid_argument("--port 0 (any free port) is for a server; a client needs the "
+                                  "server's port");
+    }
     if (s_opt->count() > 0) o.size = parseSize("--size", size_s, 1);
     if (app.count("--window") > 0) o.window = parseSize("--window", window_s, 0);
     if (app.count("--chunk") > 0) o.chunk = parseSize("--chunk", chunk_s, 0);

@@ -108,6 +108,10 @@ TEST_F(PerfBadInput, BadNumbersExit2WithOneLineNamingTheFlag) {
     EXPECT_LT(r.err.size(), 200u) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;
   }
+  // Port 0 means "any free port" to a server; a client retried it for 10 s.
+  ToolRun r = scratch_->run("timeout 60 " + kPerf, "--port 0 127.0.0.1");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--port 0"), std::string::npos) << r.err;
 }
 
 // A connection that is not a tictac peer: the server exited 1 without a word.
