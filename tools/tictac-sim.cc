@@ -10,6 +10,8 @@
 // Exit: 0 ok; 1 I/O failure (unreadable graph, trace or order file,
 // unwritable --trace); 2 bad flags, unknown algorithm, bad graph/trace/order.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -119,6 +121,28 @@ void summary(const Args& a, const Graph& g, const std::string& order_name, const
   std::cerr << s.str();
 }
 
+// --trace keeps every span in memory (about 1.6 KB each while the JSON is
+// built) before writing ~160 bytes per span: refuse runs whose trace would
+// exceed this many spans instead of exhausting memory ("--chunk-bytes 1" on
+// resnet50 asked for ~10^8 spans, over 100 GB).
+constexpr double kMaxTraceSpans = 2e6;
+
+// An upper bound of the spans a run records: per worker and iteration one per
+// compute op and one per chunk of every recv, twice in training (backward
+// ops, gradient pushes).
+double traceSpans(const Graph& g, const SimOptions& o) {
+  double per_iteration = 0;
+  for (const Op& op : g.ops) {
+    if (op.kind != OpKind::kRecv || o.chunk_bytes == 0) {
+      per_iteration += 1;
+    } else {
+      per_iteration += std::max(1.0, std::ceil(double(op.bytes) / double(o.chunk_bytes)));
+    }
+  }
+  if (o.mode == SimMode::kTraining) per_iteration *= 2;
+  return per_iteration * o.workers * o.runs;
+}
+
 int run(Args& a) {
   a.sim.mode = a.mode == "training" ? SimMode::kTraining : SimMode::kInference;
   a.sim.record_trace = !a.trace.empty();
@@ -132,6 +156,12 @@ int run(Args& a) {
   return tictac::tools::runReporting("tictac-sim", [&] {
     validateSimOptions(a.sim);
     Graph g = tictac::tools::loadGraphReporting("tictac-sim", a.graph, a.timing);
+    if (const double spans = traceSpans(g, a.sim); a.sim.record_trace && spans > kMaxTraceSpans) {
+      std::cerr << "tictac-sim: --trace: this run would record about " << spans
+                << " spans (at most " << kMaxTraceSpans
+                << "): use fewer --workers or --runs, or larger --chunk-bytes\n";
+      return 2;
+    }
     AnalyzerOptions ao;
     ao.bandwidth_gbps = a.sim.bandwidth_gbps;
     ao.latency_us = a.sim.latency_us;
@@ -222,7 +252,8 @@ int main(int argc, char** argv) {
       ->check(tictac::tools::unsignedInteger())
       ->capture_default_str();
   app.add_option("--trace", a.trace,
-                 "write a Chrome trace-event JSON of the network and compute lanes (Perfetto)");
+                 "write a Chrome trace-event JSON of the network and compute lanes (Perfetto); "
+                 "at most 2e6 spans (compute ops and transfer chunks, all workers and runs)");
   app.add_option("--plugin", a.plugins, "shared library exporting analyzers; repeatable");
   app.add_flag("--json", a.json, "print one JSON object instead of key<TAB>value lines");
   if (auto rc = tictac::tools::parseCommandLine(app, argc, argv)) return *rc;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #ifdef TICTAC_SIM_BIN
+#include <filesystem>
 #include <fstream>
 
 #include "tests/sched/tool_test_util.h"
@@ -99,6 +100,26 @@ TEST_F(SimTool, BadNumbersNameTheFlagInAShortMessage) {
   ToolRun r = runSim(g + "--bandwidth-gbps 10 --timing " + path("missing.json"));
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err.find("tictac-sim: tictac-sim:"), std::string::npos) << r.err;
+}
+
+// A trace too large to hold: 1-byte chunks of 87500 bytes of parameters over
+// 30 iterations are 2.6 million spans (about 4 GB while the JSON is built;
+// resnet50 with --chunk-bytes 1 needed over 100 GB and met the OOM killer).
+// Refused up front with exit 2; no file is written.
+TEST_F(SimTool, OversizedTraceIsRefusedBeforeTheRun) {
+  ToolRun r = runSim(path("g.json") + " --order tac --bandwidth-gbps 10 --chunk-bytes 1 --runs 30" +
+                     " --trace " + path("t.json"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("t.json")));
+  // The same run without a trace, and a small trace, still work.
+  EXPECT_EQ(
+      runSim(path("g.json") + " --order tac --bandwidth-gbps 10 --chunk-bytes 1 --runs 30").code,
+      0);
+  EXPECT_EQ(runSim(path("g.json") + " --order tac --bandwidth-gbps 10 --chunk-bytes 1000 --trace " +
+                   path("t.json"))
+                .code,
+            0);
 }
 
 }  // namespace
