@@ -29,7 +29,9 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
                                                         {"repost_batch", "0"},
                                                         {"rts_batch", "0"},
                                                         {"rts_batch", "33"},
-                                                        {"rndv_spin_us", "-1"}}) {
+                                                        {"rndv_spin_us", "-1"},
+                                                        {"qp_timeout", "0"},
+                                                        {"qp_timeout", "32"}}) {
     ContextOptions o = verbsLoOptions();
     o.backend_config[key] = value;
     auto c = Context::create(o);

@@ -71,7 +71,8 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "rndv_spin_us", 0, Tuning::kNever, &tune_.rndv_spin_us),
         parseU32(options, "write_piece_bytes", 4096, 1u << 30, &tune_.write_piece),
         parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue),
-        parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch)}) {
+        parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch),
+        parseU32(options, "qp_timeout", 1, 31, &tune_.qp_timeout)}) {
     if (!s) return s;
   }
   stats_.init();
@@ -235,7 +236,7 @@ Status VerbsBackend::connectQp(Conn& c, const AddressBlob& rb) {
   if (rc != 0) return verbsError("ibv_modify_qp(RTR) to QP 0x" + std::to_string(rb.qpn), rc);
   at = {};
   at.qp_state = IBV_QPS_RTS;
-  at.timeout = 14;  // 4.096 us * 2^14 = 67 ms
+  at.timeout = static_cast<uint8_t>(tune_.qp_timeout);  // 4.096 us * 2^timeout
   at.retry_cnt = 7;
   at.rnr_retry = 7;  // RNR: retry forever (a busy receiver is not a dead one)
   at.sq_psn = c.psn;

@@ -39,6 +39,9 @@ struct Tuning {
   uint32_t repost_batch = 16;
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
+  // RC ACK timeout exponent (4.096 us * 2^qp_timeout before a retransmission;
+  // 14 = 67 ms). rxe on lo retransmits now and then even in ib_write_bw.
+  uint32_t qp_timeout = 14;
   uint32_t idle_spins = 64;       // idle progress() calls before one blocks...
   uint32_t idle_spin_us = 1000;   // ...and idle for at least this long
   uint32_t idle_block_us = 1000;  // how long such a call may sleep on the CQ channel (0: never)
