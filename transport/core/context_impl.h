@@ -60,7 +60,7 @@ struct PeerKeyHash {  // every input bit reaches every output bit (splitmix64 fi
   }
 };
 
-class ContextImpl : public BackendEvents, public std::enable_shared_from_this<ContextImpl> {
+class ContextImpl : public BackendEvents {
  public:
   static Result<std::shared_ptr<ContextImpl>> create(const ContextOptions& options);
   // create()'s deleter. A completion callback may drop the last reference (a

@@ -143,9 +143,9 @@ void UcxBackend::removePeer(PeerId peer) {
 
 void UcxBackend::closeEndpoint(ucp_ep_h ep) {
   auto f = std::find(failed_.begin(), failed_.end(), ep);
-  if (f != failed_.end()) {
+  if (f != failed_.end()) {  // mode none: left to ucp_worker_destroy
     failed_.erase(f);
-    if (!peer_errors_) return;
+    return;
   }
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -158,7 +158,7 @@ void UcxBackend::onEpError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* self = static_cast<UcxBackend*>(arg);
   for (const auto& [peer, handle] : self->eps_) {
     if (handle == ep) {
-      self->failed_.push_back(ep);
+      if (!self->peer_errors_) self->failed_.push_back(ep);
       self->events_->onPeerError(peer, ucxError("UCX endpoint failed", status));
       return;
     }

@@ -118,7 +118,7 @@ class UcxBackend final : public Backend {
   bool confirms_ = false;     // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
   std::map<PeerId, ucp_ep_h> eps_;
   std::vector<void*> closing_;                            // ep close requests
-  std::vector<ucp_ep_h> failed_;                          // reported by onEpError, not closed yet
+  std::vector<ucp_ep_h> failed_;                          // mode none: reported by onEpError
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
   void* hook_arg_ = nullptr;
