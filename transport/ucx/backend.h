@@ -100,10 +100,8 @@ class UcxBackend final : public Backend {
   // Endpoint failure (arg = this): reported for the peer that still owns `ep`;
   // an endpoint already removed is ignored.
   static void onEpError(void* arg, ucp_ep_h ep, ucs_status_t status);
-  // Closes an endpoint: forced in mode "peer"; flushed in mode "none", where
-  // UCX 1.13 refuses a forced close (UCS_ERR_INVALID_PARAM, the endpoint stays).
-  // A failed endpoint in mode "none" is left to ucp_worker_destroy (a flush
-  // over its failed lanes only logs a UCX error).
+  // Closes an endpoint by force in mode "peer"; in mode "none" it is left to
+  // ucp_worker_destroy (see closeEndpoint in backend.cc).
   void closeEndpoint(ucp_ep_h ep);
 
   Retained* newRetained();             // from free_retained_ when possible
@@ -118,7 +116,6 @@ class UcxBackend final : public Backend {
   bool confirms_ = false;     // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
   std::map<PeerId, ucp_ep_h> eps_;
   std::vector<void*> closing_;                            // ep close requests
-  std::vector<ucp_ep_h> failed_;                          // mode none: reported by onEpError
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
   void* hook_arg_ = nullptr;
