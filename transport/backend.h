@@ -110,6 +110,14 @@ class Backend {
     return false;
   }
 
+  // True when post() may be called from inside the user's send() (caller-
+  // driven contexts, with the core's lock held, right after the send entered
+  // an idle scheduler), not only from progress(). A backend says no when a
+  // post made before its endpoint finished wiring up can break its teardown
+  // (UCX 1.13 asserts in wireup_ep.c). Events still reach the core only from
+  // progress(). A pure function, any thread.
+  virtual bool postsFromSend() const { return false; }
+
   // Makes progress and delivers events; returns how many were handled.
   virtual unsigned progress() = 0;
   // An fd that becomes readable when arm() returned true and events arrive;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -100,7 +101,9 @@ TEST(VerbsDataPath, SmallQueuesAndBatchedRepostsKeepEagerMessagesIntact) {
     o.backend_config["sq_depth"] = "8";
     o.backend_config["repost_batch"] = "16";  // capped at rq_depth / 4 = 2
   });
-  for (size_t len : {size_t{8}, size_t{4096}}) {
+  // 1023 B is copied into a bounce slot; 1024 B and 4096 B go zero-copy
+  // (two SGEs: headers, then the caller's registered buffer).
+  for (size_t len : {size_t{8}, size_t{1023}, size_t{1024}, size_t{4096}}) {
     std::vector<char> ping(len), pong(len), in_b(len), in_a(len);
     for (uint64_t i = 0; i < 100; ++i) {  // a -> b, then b -> a, as tictac-perf --test lat
       fillPattern(ping.data(), len, i);
@@ -134,6 +137,35 @@ TEST(VerbsDataPath, SmallQueuesAndBatchedRepostsKeepEagerMessagesIntact) {
       ASSERT_NO_FATAL_FAILURE(expectDelivered(p, ts[i], src[i].data(), dst[i].data(), len))
           << len << " " << i;
     }
+  }
+}
+
+// Backend::postsFromSend: without a progress thread, a send into an idle
+// scheduler reaches the wire inside send(), so the receiver gets it although
+// the sender's context is never progressed again (eager sizes: a rendezvous
+// kRts waits for the backend's next progress() to share one SEND).
+TEST(VerbsDataPath, AnIdleSendLeavesFromSendItself) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Pair p = makePair("verbs", false);
+  {
+    char x = 1, y = 0;  // connected and warm
+    auto e = p.ba->expect({1, 6, ""}, &y, 1);
+    auto s = p.ab->send({1, 6, ""}, &x, 1);
+    ASSERT_TRUE(e && s && driveUntilDone(p, {e.value(), s.value()}));
+  }
+  for (size_t len : {size_t{8}, size_t{4096}}) {
+    std::vector<char> src(len), dst(len);
+    fillPattern(src.data(), len, len);
+    auto e = p.ba->expect({len, 7, ""}, dst.data(), len);
+    auto s = p.ab->send({len, 7, ""}, src.data(), len);
+    ASSERT_TRUE(e && s) << len;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!e.value()->done() && std::chrono::steady_clock::now() < deadline) p.b->progress();
+    ASSERT_TRUE(e.value()->done()) << len << " B: not received without the sender's progress";
+    EXPECT_TRUE(e.value()->status().isOk()) << e.value()->status().toString();
+    EXPECT_EQ(checksum(src.data(), len), checksum(dst.data(), len)) << len;
+    ASSERT_TRUE(driveUntilDone(p, {s.value()})) << len;
+    EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
   }
 }
 

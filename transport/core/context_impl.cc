@@ -25,6 +25,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   auto backend = createBackend(options.backend, bo, c.get());
   if (!backend) return backend.status();
   c->backend_ = std::move(backend.value());
+  c->posts_from_send_ = c->backend_->postsFromSend();
   c->event_fd_ = c->backend_->eventFd();
   c->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: sleepers use the slices only
   c->cache_ = std::make_unique<RegCache>(c->backend_.get());

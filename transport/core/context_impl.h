@@ -244,6 +244,7 @@ class ContextImpl : public BackendEvents {
 
   ContextOptions opts_;
   std::unique_ptr<Backend> backend_;
+  bool posts_from_send_ = false;  // backend_->postsFromSend(), read once by create()
   std::unique_ptr<RegCache> cache_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<SendScheduler> sched_;

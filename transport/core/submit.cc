@@ -59,16 +59,22 @@ void ContextImpl::submit(Submission& s) {
 bool ContextImpl::startNow(Submission& s) {
   // Skips the submission queue (a lock, a copy, a swap and a later pass):
   // the op enters the core's tables and the scheduler here, as
-  // drainSubmissions() would do it; chunks leave in the next progress()
-  // (posting from send() let UCX tear down an endpoint still wiring up with
-  // a send pending: a UCX assertion under ASan), and completions (failures
-  // included) still run only from progress().
+  // drainSubmissions() would do it. Chunks leave in the next progress(),
+  // except on a backend that posts from send() (Backend::postsFromSend): a
+  // send into an idle scheduler (nothing queued, nothing in flight) goes to
+  // it at once, as the next progress() would post it first, so a ping-pong's
+  // reply leaves before the caller's next expect(). Under contention sends
+  // only queue (pumping from every send lengthened the urgent tail of the
+  // guest's prio test). Completions (failures included) still run only from
+  // progress().
   if (opts_.progress_thread) return false;
   std::unique_lock<std::mutex> lock(core_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
   if (s.is_send) {
+    bool idle = posts_from_send_ && sched_->knownOps() == 0;
     startSend(s);
+    if (idle) pump();
   } else {
     startExpect(s);
   }

@@ -113,16 +113,22 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
   ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = tune_.sq_depth;
   ia.cap.max_recv_wr = tune_.rq_depth;
-  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ia.cap.max_send_sge = 2;  // zero-copy eager SENDs: headers + payload
+  ia.cap.max_recv_sge = 1;
   ia.cap.max_inline_data = 256;
   auto create = [&] { return make ? make(&ia) : ibv_create_qp(dev_->pd, &ia); };
   c->qp = create();
-  if (c->qp == nullptr) {
+  if (c->qp == nullptr) {  // a device with less: no inline data, then one SGE
     ia.cap.max_inline_data = 0;
+    c->qp = create();
+  }
+  if (c->qp == nullptr) {
+    ia.cap.max_send_sge = 1;
     c->qp = create();
   }
   if (c->qp == nullptr) return verbsError("ibv_create_qp", errno);
   max_inline_ = ia.cap.max_inline_data;
+  two_sge_ = ia.cap.max_send_sge >= 2;
   c->qpn = c->qp->qp_num;
   c->psn = std::random_device()() & 0xffffff;
   Conn* raw = c.get();

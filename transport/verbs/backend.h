@@ -89,6 +89,8 @@ class VerbsBackend final : public Backend {
   // core only sends those for chunks it rejected or dropped itself.
   bool confirmsDelivery(size_t, const MemoryRegion*) const override { return true; }
   void release(void* desc) override;
+  // A ping-pong's reply leaves from send() (its QP is connected by then).
+  bool postsFromSend() const override { return true; }
   unsigned progress() override;
   int eventFd() override;
   bool arm() override;
@@ -132,6 +134,7 @@ class VerbsBackend final : public Backend {
     uint32_t lkey = 0, rkey = 0, imm = 0;
     uint64_t raddr = 0;
     bool with_imm = false;     // kWrite: the transfer's last piece
+    bool zero_copy = false;    // kMsg: payload sent from data (lkey), not copied
     ibv_mr* own_mr = nullptr;  // deregistered when the work is done
     int slot = -1;
     uint64_t posted_ns = 0;  // Stats: when it was posted
@@ -242,6 +245,10 @@ class VerbsBackend final : public Backend {
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   std::vector<std::pair<PeerId, Status>> pending_peer_errors_;
   uint32_t max_inline_ = 0;
+  // QPs take two send SGEs: an eager payload of at least kZeroCopyEager bytes
+  // in registered memory is sent from there, not copied to a bounce slot.
+  bool two_sge_ = false;
+  static constexpr size_t kZeroCopyEager = 1024;
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
   uint32_t idle_ = 0;           // consecutive progress() calls without work

@@ -83,7 +83,8 @@ void Stats::print(const char* who) const {
       "\"sleep_timeouts\":%llu,\"sleep_us\":%.0f,\"sleep_max_us\":%.0f,"
       "\"gaps_over_1ms\":%llu,\"gap_max_us\":%.0f,\"send_cqes\":%llu,\"recv_cqes\":%llu,"
       "\"send_mean_us\":%.1f,\"send_max_us\":%.0f,\"sends_over_1ms\":%llu,"
-      "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"direct_sends\":%llu,\"cts\":%llu,\"cts_mean_"
+      "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"direct_sends\":%llu,\"zero_copy_sends\":%llu,"
+      "\"cts\":%llu,\"cts_mean_"
       "us\":%.1f,"
       "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
       "\"rts_pending_max\":%llu,\"rts_msgs\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
@@ -96,7 +97,8 @@ void Stats::print(const char* who) const {
       send_cqes ? us(send_ns) / static_cast<double>(send_cqes) : 0.0, us(send_max_ns),
       static_cast<unsigned long long>(sends_over_1ms),
       static_cast<unsigned long long>(backlog_waits), static_cast<unsigned long long>(inline_sends),
-      static_cast<unsigned long long>(direct_sends), static_cast<unsigned long long>(cts),
+      static_cast<unsigned long long>(direct_sends), static_cast<unsigned long long>(zero_copy_sends),
+      static_cast<unsigned long long>(cts),
       cts ? us(cts_ns) / static_cast<double>(cts) : 0.0, us(cts_max_ns),
       static_cast<unsigned long long>(bubbles), us(bubble_ns),
       rts ? static_cast<double>(rts_pending_sum) / static_cast<double>(rts) : 0.0,
