@@ -154,8 +154,11 @@ void Engine::run() {
   servers_.assign(N_, Server{});
   dir_[0].queue.assign(size_t{N_} * W_, {});
   dir_[1].queue.assign(size_t{N_} * W_, {});
-  dir_[0].pair_dirty.assign(size_t{N_} * W_, 0);
-  dir_[1].pair_dirty.assign(size_t{N_} * W_, 0);
+  for (Direction& d : dir_) {
+    d.ready.assign(N_, IndexedHeap{});
+    d.pos.assign(size_t{N_} * W_, IndexedHeap::kAbsent);
+    d.ps_dirty.assign(N_, 0);
+  }
   grad_count_.assign(R_, 0);
   const size_t cells = size_t{W_} * o_.runs;
   push_left_.assign(cells, R_);

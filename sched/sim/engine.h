@@ -3,16 +3,21 @@
 // One Engine simulates one call of simulate() on the calling thread. Events
 // (chunk finished, compute op finished) sit in a binary heap ordered by (time,
 // sequence number). After all events of one instant are handled, the links
-// are arbitrated (greedy, smallest key first, over the link pairs whose state
-// changed) and then every worker whose state changed picks its next compute op.
+// are arbitrated (greedy: of the (PS, worker) pairs with a queued transfer and
+// both links free, the one whose head transfer has the smallest key starts,
+// until none is left) and then every worker whose state changed picks its next
+// compute op. Arbitration keeps, per PS, an indexed heap of the pairs whose
+// worker-side link is free, so one decision costs O(N + log W), not O(W).
 // setup.cc builds the static tables once per run, engine.cc holds the event
 // loop and the compute side, links.cc the transfer side.
 #pragma once
 
 #include <cstdint>
 #include <queue>
+#include <utility>
 #include <vector>
 
+#include "sched/sim/indexed_heap.h"
 #include "tictac/sched/sim.h"
 
 namespace tictac::sched::simdetail {
@@ -23,6 +28,10 @@ class Engine {
          SimResult& out);
   // Runs every iteration and fills out's samples, counters, shard and trace.
   void run();
+  // Work units spent on link arbitration during run(): heap sift steps,
+  // candidate pops and pairs visited when a worker's link is taken or freed.
+  // A test bound, not a result: O((N + log W) x chunks).
+  uint64_t arbitrationWork() const { return arb_work_; }
 
  private:
   enum EvKind : uint32_t { kChunkDone, kFwdDone, kBwdDone };
@@ -57,10 +66,17 @@ class Engine {
   struct Server {
     bool out_busy = false, in_busy = false;
   };
-  struct Direction {  // one arbitration domain: params (PS->W) or gradients (W->PS)
+  // One arbitration domain: params (PS out -> worker in) or gradients (worker
+  // out -> PS in). Pair p = ps * W + w. Invariant between events: ready[j]
+  // holds exactly the pairs (j, w) with a non-empty queue whose worker-side
+  // link is free, ordered by their queue head; a PS that may have become
+  // startable (freed link or a new entry) is listed in dirty_ps.
+  struct Direction {
     std::vector<std::vector<uint32_t>> queue;  // per pair: heap of xfer ids
-    std::vector<uint32_t> dirty_pairs;
-    std::vector<uint8_t> pair_dirty;
+    std::vector<IndexedHeap> ready;            // per PS
+    std::vector<uint32_t> pos;                 // per pair: index in ready[ps]
+    std::vector<uint32_t> dirty_ps;
+    std::vector<uint8_t> ps_dirty;
   };
 
   void buildStatic();
@@ -70,6 +86,11 @@ class Engine {
   bool xferLess(uint32_t a, uint32_t b) const;
   void enqueue(bool grad, uint32_t slot, uint32_t w, uint32_t k);
   void dispatch(bool grad);
+  bool workerLinkFree(bool grad, uint32_t w) const;
+  bool psLinkFree(bool grad, uint32_t j) const;
+  void markPs(Direction& d, uint32_t j);
+  void fixReady(Direction& d, size_t pair);       // (re)insert pair into ready[its PS]
+  void takeWorkerLink(Direction& d, uint32_t w);  // drops w's pairs from every ready heap
   void startChunk(uint32_t id);
   void setLinksBusy(const Xfer& x, bool busy);  // both links x's chunks use
   void onChunkDone(uint32_t id);
@@ -116,10 +137,12 @@ class Engine {
   std::vector<Server> servers_;
   Direction dir_[2];  // 0 params, 1 gradients
   std::vector<uint32_t> dirty_workers_;
-  std::vector<uint32_t> grad_count_;  // slot -> gradients summed this round
-  std::vector<uint32_t> push_left_;   // (w, k) -> gradient pushes outstanding
-  std::vector<uint8_t> bwd_done_;     // (w, k)
-  std::vector<double> end_;           // (w, k) -> iteration end
+  std::vector<uint32_t> grad_count_;                 // slot -> gradients summed this round
+  std::vector<uint32_t> push_left_;                  // (w, k) -> gradient pushes outstanding
+  std::vector<uint8_t> bwd_done_;                    // (w, k)
+  std::vector<double> end_;                          // (w, k) -> iteration end
+  std::vector<std::pair<uint32_t, uint32_t>> cand_;  // dispatch scratch: (head xfer, PS)
+  uint64_t arb_work_ = 0;
 };
 
 }  // namespace tictac::sched::simdetail

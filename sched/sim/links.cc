@@ -40,39 +40,85 @@ void Engine::enqueue(bool grad, uint32_t slot, uint32_t w, uint32_t k) {
   auto& q = d.queue[pair];
   q.push_back(id);
   std::push_heap(q.begin(), q.end(), [this](uint32_t a, uint32_t b) { return xferLess(b, a); });
-  if (!d.pair_dirty[pair]) {
-    d.pair_dirty[pair] = 1;
-    d.dirty_pairs.push_back(static_cast<uint32_t>(pair));
+  if (workerLinkFree(grad, w)) {
+    fixReady(d, pair);
+    markPs(d, x.ps);
   }
 }
 
-// Greedy arbitration: every pair whose queue or links changed is a candidate;
-// candidates whose two links are free start in order of their head's key.
-// Starting a transfer only takes links, so other candidates' heads stay valid.
+bool Engine::workerLinkFree(bool grad, uint32_t w) const {
+  return grad ? !workers_[w].out_busy : !workers_[w].in_busy;
+}
+
+bool Engine::psLinkFree(bool grad, uint32_t j) const {
+  return grad ? !servers_[j].in_busy : !servers_[j].out_busy;
+}
+
+void Engine::markPs(Direction& d, uint32_t j) {
+  if (!d.ps_dirty[j]) {
+    d.ps_dirty[j] = 1;
+    d.dirty_ps.push_back(j);
+  }
+}
+
+void Engine::fixReady(Direction& d, size_t pair) {
+  auto headLess = [&](uint32_t a, uint32_t b) {
+    return xferLess(d.queue[a].front(), d.queue[b].front());
+  };
+  d.ready[pair / W_].fix(static_cast<uint32_t>(pair), d.pos, headLess, arb_work_);
+}
+
+void Engine::takeWorkerLink(Direction& d, uint32_t w) {
+  auto headLess = [&](uint32_t a, uint32_t b) {
+    return xferLess(d.queue[a].front(), d.queue[b].front());
+  };
+  for (uint32_t j = 0; j < N_; ++j) {
+    ++arb_work_;
+    d.ready[j].erase(static_cast<uint32_t>(size_t{j} * W_ + w), d.pos, headLess, arb_work_);
+  }
+}
+
+// Greedy arbitration, smallest head key first among the pairs whose two links
+// are free. Such a pair is the top of ready[j] for a free PS j; after a
+// dispatch no free PS has a non-empty ready heap, so only PS marked since can
+// hold one. Candidates are those PS keyed by their top's head; starting a
+// transfer takes both links and drops the worker's pairs from every heap,
+// which can only raise other tops, so a popped candidate whose top changed is
+// pushed back with its new head (keys do not change during a dispatch). The
+// result is the same as sorting all eligible pairs by head and starting each
+// whose links are still free.
 void Engine::dispatch(bool grad) {
   Direction& d = dir_[grad ? 1 : 0];
-  if (d.dirty_pairs.empty()) return;
-  auto freeLinks = [&](uint32_t pair) {
-    const uint32_t j = pair / W_, w = pair % W_;
-    return grad ? (!workers_[w].out_busy && !servers_[j].in_busy)
-                : (!servers_[j].out_busy && !workers_[w].in_busy);
+  if (d.dirty_ps.empty()) return;
+  auto head = [&](uint32_t j) { return d.queue[d.ready[j].top()].front(); };
+  auto later = [this](const std::pair<uint32_t, uint32_t>& a,
+                      const std::pair<uint32_t, uint32_t>& b) {
+    return xferLess(b.first, a.first);
   };
-  std::vector<uint32_t> cand;
-  for (uint32_t pair : d.dirty_pairs) {
-    d.pair_dirty[pair] = 0;
-    if (!d.queue[pair].empty() && freeLinks(pair)) cand.push_back(pair);
+  cand_.clear();
+  for (uint32_t j : d.dirty_ps) {
+    d.ps_dirty[j] = 0;
+    if (psLinkFree(grad, j) && !d.ready[j].empty()) cand_.emplace_back(head(j), j);
   }
-  d.dirty_pairs.clear();
-  std::sort(cand.begin(), cand.end(), [&](uint32_t a, uint32_t b) {
-    return xferLess(d.queue[a].front(), d.queue[b].front());
-  });
-  for (uint32_t pair : cand) {
-    if (!freeLinks(pair)) continue;
+  d.dirty_ps.clear();
+  std::make_heap(cand_.begin(), cand_.end(), later);
+  while (!cand_.empty()) {
+    std::pop_heap(cand_.begin(), cand_.end(), later);
+    const auto [x, j] = cand_.back();
+    cand_.pop_back();
+    ++arb_work_;
+    if (!psLinkFree(grad, j) || d.ready[j].empty()) continue;
+    if (head(j) != x) {
+      cand_.emplace_back(head(j), j);
+      std::push_heap(cand_.begin(), cand_.end(), later);
+      continue;
+    }
+    const uint32_t pair = d.ready[j].top();
+    takeWorkerLink(d, pair % W_);
     auto& q = d.queue[pair];
     std::pop_heap(q.begin(), q.end(), [this](uint32_t a, uint32_t b) { return xferLess(b, a); });
-    uint32_t id = q.back();
     q.pop_back();
-    startChunk(id);
+    startChunk(x);
   }
 }
 
@@ -106,25 +152,24 @@ void Engine::onChunkDone(uint32_t id) {
   span(x.grad ? name + " (grad)" : name, x.w, x.grad ? 2 : 0, x.chunk_start, now_ - x.chunk_start,
        x.iter, x.chunk);
   Direction& d = dir_[x.grad ? 1 : 0];
-  auto touch = [&](size_t pair) {
-    if (!d.queue[pair].empty() && !d.pair_dirty[pair]) {
-      d.pair_dirty[pair] = 1;
-      d.dirty_pairs.push_back(static_cast<uint32_t>(pair));
-    }
-  };
-  // Free both links; every pair using one of them may start now.
+  // Free both links: the PS may start again, and every pair of the worker
+  // with a queued transfer is ready again.
   setLinksBusy(x, false);
-  for (uint32_t w = 0; w < W_; ++w) touch(size_t{x.ps} * W_ + w);
-  for (uint32_t j = 0; j < N_; ++j) touch(size_t{j} * W_ + x.w);
-
+  markPs(d, x.ps);
+  const size_t pair = size_t{x.ps} * W_ + x.w;
   if (x.left > 0) {
-    const size_t pair = size_t{x.ps} * W_ + x.w;
     auto& q = d.queue[pair];
     q.push_back(id);
     std::push_heap(q.begin(), q.end(), [this](uint32_t a, uint32_t b) { return xferLess(b, a); });
-    touch(pair);
-    return;
   }
+  for (uint32_t j = 0; j < N_; ++j) {
+    const size_t p = size_t{j} * W_ + x.w;
+    ++arb_work_;
+    if (d.queue[p].empty()) continue;
+    fixReady(d, p);
+    markPs(d, j);
+  }
+  if (x.left > 0) return;
   free_xfers_.push_back(id);
   if (x.grad) {
     onGradPushed(x);
