@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/transport/verbs_helper.h"
+#include "transport/verbs/device.h"
 
 namespace tictac::transport::test {
 namespace {
@@ -31,6 +32,7 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
                                                         {"rts_batch", "0"},
                                                         {"rts_batch", "33"},
                                                         {"rndv_spin_us", "-1"},
+                                                        {"rndv_nap_us", "100001"},
                                                         {"qp_timeout", "0"},
                                                         {"qp_timeout", "32"}}) {
     ContextOptions o = verbsLoOptions();
@@ -136,6 +138,50 @@ TEST(VerbsDataPath, SmallQueuesAndBatchedRepostsKeepEagerMessagesIntact) {
     for (size_t i = 0; i < kBurst; ++i) {
       ASSERT_NO_FATAL_FAILURE(expectDelivered(p, ts[i], src[i].data(), dst[i].data(), len))
           << len << " " << i;
+    }
+  }
+}
+
+// rxe has no bus device in sysfs: Device::software, which turns on the
+// receiver's naps (Tuning::rndv_nap_us) by default.
+TEST(VerbsDataPath, RxeIsASoftwareDevice) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  ContextOptions o = verbsLoOptions();
+  auto cfg = verbs::deviceConfig(BackendOptions{o.device, o.backend_config});
+  ASSERT_TRUE(cfg) << cfg.status().toString();
+  auto dev = verbs::Device::open(cfg.value());
+  ASSERT_TRUE(dev) << dev.status().toString();
+  EXPECT_EQ(dev.value()->software, dev.value()->name.rfind("rxe", 0) == 0) << dev.value()->name;
+}
+
+// A receiver that naps while it awaits rendezvous WRITEs (long naps, both
+// with a progress thread and without) still gets every byte of a burst of
+// large tensors, in both directions.
+TEST(VerbsDataPath, NappingReceiverKeepsRendezvousIntact) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  for (bool thread : {false, true}) {
+    Pair p = makePair("verbs", thread, [](ContextOptions& o) {
+      o.backend_config["rndv_nap_us"] = "5000";
+    });
+    const std::vector<size_t> sizes{1 << 20, 65536, 3 << 20, 100, 200000};
+    std::vector<std::vector<char>> src, dst;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      src.emplace_back(sizes[i]);
+      dst.emplace_back(sizes[i]);
+      fillPattern(src[i].data(), sizes[i], i + 11);
+    }
+    std::vector<Transfer> ts;
+    for (size_t i = 0; i < sizes.size(); ++i) {  // odd ones from b to a
+      Transfer t;
+      auto& to = i % 2 == 0 ? p.ba : p.ab;
+      auto& from = i % 2 == 0 ? p.ab : p.ba;
+      t.expect = to->expect({i, 4, ""}, dst[i].data(), sizes[i]);
+      t.send = from->send({i, 4, ""}, src[i].data(), sizes[i]);
+      ts.push_back(std::move(t));
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      ASSERT_NO_FATAL_FAILURE(expectDelivered(p, ts[i], src[i].data(), dst[i].data(), sizes[i]))
+          << thread << " " << i;
     }
   }
 }

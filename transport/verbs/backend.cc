@@ -69,6 +69,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "idle_block_us", 0, 1000000, &tune_.idle_block_us),
         parseU32(options, "idle_yield_us", 0, 1000000, &tune_.idle_yield_us),
         parseU32(options, "rndv_spin_us", 0, Tuning::kNever, &tune_.rndv_spin_us),
+        parseU32(options, "rndv_nap_us", 0, 100000, &tune_.rndv_nap_us),
         parseU32(options, "write_piece_bytes", 4096, 1u << 30, &tune_.write_piece),
         parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue),
         parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch),
@@ -84,6 +85,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
   auto dev = Device::open(cfg.value());
   if (!dev) return dev.status();
   dev_ = std::move(dev.value());
+  if (tune_.rndv_nap_us == Tuning::kAuto) tune_.rndv_nap_us = dev_->software ? Tuning::kSoftNapUs : 0;
   return Status::ok();
 }
 

@@ -51,6 +51,14 @@ struct Tuning {
   // after min(idle_spin_us, rndv_spin_us) instead of spinning; kNever: spin.
   static constexpr uint32_t kNever = 0xFFFFFFFFu;
   uint32_t rndv_spin_us = kNever;
+  // In the same state, after kNapAfter empty calls, each call first naps
+  // this long (a timed sleep: no completion event, so the writing peer's CPU
+  // pays no wake-up); 0: never. kAuto: kSoftNapUs on a software device
+  // (Device::software: rxe does the wire's work on the CPUs, and a receiver
+  // spinning through a bulk transfer takes one of them from it), else 0 (a
+  // real NIC's WRITE of 1 MiB lasts less than such a nap).
+  static constexpr uint32_t kAuto = 0xFFFFFFFFu, kSoftNapUs = 200, kNapAfter = 8;
+  uint32_t rndv_nap_us = kAuto;
   // Rendezvous payloads are written in pieces of write_piece bytes, and at
   // most write_queue bytes of them sit in a QP's send queue: the QP sends in
   // order, so a kRts/kCts/eager SEND queued behind a window of WRITEs would

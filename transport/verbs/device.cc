@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -158,6 +159,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& c) {
       continue;
     }
     cand->roce = cand->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+    cand->software = ::access((std::string(list[i]->ibdev_path) + "/device").c_str(), F_OK) != 0;
     if (ibv_query_device(cand->ctx, &cand->dev_attr) != 0) {
       last = sysError("ibv_query_device(" + name + ")", errno);
       continue;

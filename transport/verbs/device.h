@@ -51,6 +51,9 @@ class Device {
   ibv_gid gid{};
   bool roce = true;      // Ethernet link layer: GRH always, LID unused
   bool owns_ctx = true;  // false: rdma_cm's context (DeviceConfig::context)
+  // No bus device behind it in sysfs (rxe, siw): the "NIC" is kernel code
+  // running on the host's CPUs, so the CPU a poller spins on is the wire's.
+  bool software = false;
 
  private:
   Device() = default;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "transport/verbs/backend.h"
 
@@ -56,6 +57,11 @@ unsigned VerbsBackend::progress() {
     } else if ((idle_ & 15) == 0) {
       idle_ns_ = Stats::nowNs() - idle_since_ns_;
     }
+  }
+  if (tune_.rndv_nap_us > 0 && idle_ >= Tuning::kNapAfter && !rrecvs_.empty() &&
+      !sendsInFlight()) {
+    timespec nap{0, long{tune_.rndv_nap_us} * 1000};  // <= 0.1 s (init checks): rndv_nap_us
+    ::nanosleep(&nap, nullptr);
   }
   // A rendezvous receive alone may let it sleep (rndv_spin_us, see Tuning).
   const bool rndv_only = !rrecvs_.empty() && tune_.rndv_spin_us != Tuning::kNever;
