@@ -68,6 +68,28 @@ DepSets::DepSets(const Graph& g, const LiveDag& d, bool with_times)
   }
 }
 
+ColumnSets DepSets::takeColumns() {
+  constexpr size_t kB = ColumnSets::kBlock;
+  constexpr size_t kTile = 64;  // words of one row copied per step (8 cache lines)
+  ColumnSets c;
+  c.words_ = words_;
+  c.full_ = groups_.size() / kB * kB;
+  c.last_ = groups_.size() - c.full_;
+  std::vector<Word> rows(std::min(groups_.size(), kB) * words_);
+  for (size_t first = 0; first < groups_.size(); first += kB) {
+    const size_t n = std::min(kB, groups_.size() - first);  // groups in this block
+    Word* block = &bits_[first * words_];
+    std::copy(block, block + n * words_, rows.begin());
+    for (size_t w0 = 0; w0 < words_; w0 += kTile)
+      for (size_t k = 0; k < n; ++k)
+        for (size_t w = w0; w < std::min(w0 + kTile, words_); ++w)
+          block[w * n + k] = rows[k * words_ + w];
+  }
+  c.data_ = std::move(bits_);
+  bits_.clear();
+  return c;
+}
+
 uint32_t DepSets::intern(const std::vector<Word>& set) {
   const uint64_t h = hashWords(set);
   auto [lo, hi] = index_.equal_range(h);

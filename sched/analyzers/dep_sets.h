@@ -22,6 +22,33 @@ namespace tictac::sched::analyzers {
 
 using Word = uint64_t;
 
+// The sets of DepSets rearranged for TAC, which asks "which groups contain
+// recv r" once per recv: groups in blocks of kBlock, and within a block word w
+// of every group side by side, so that testing one recv's bit in consecutive
+// groups reads consecutive memory (a row layout reads one cache line, and
+// past a few MiB one TLB entry, per group). Read-only after construction.
+class ColumnSets {
+ public:
+  static constexpr size_t kBlock = 512;
+
+  ColumnSets() = default;
+  // Word w of group id's set is at data()[base(id) + w * stride(id)].
+  const Word* data() const { return data_.data(); }
+  size_t base(uint32_t id) const { return (id / kBlock) * kBlock * words_ + id % kBlock; }
+  size_t stride(uint32_t id) const { return id < full_ ? kBlock : last_; }  // last block: short
+  Word word(uint32_t id, size_t w) const { return data_[base(id) + w * stride(id)]; }
+  bool contains(uint32_t id, uint32_t recv) const {
+    return (word(id, recv / 64) >> (recv % 64)) & 1u;
+  }
+
+ private:
+  friend class DepSets;
+  std::vector<Word> data_;  // per block: words x (kBlock or last_) groups
+  size_t words_ = 0;
+  size_t full_ = 0;  // groups in full blocks
+  size_t last_ = 0;  // groups in the last, short block
+};
+
 class DepSets {
  public:
   struct Group {
@@ -44,6 +71,11 @@ class DepSets {
   bool contains(uint32_t id, uint32_t recv) const {
     return (bits(id)[recv / 64] >> (recv % 64)) & 1u;
   }
+
+  // Moves the sets into column blocks, in place (peak memory: the sets plus
+  // one block). Afterwards bits() and contains() must not be called; the
+  // counts, group() and computeGroups() stay valid.
+  ColumnSets takeColumns();
 
   // Calls f(recv id) for every recv in a & b (b may be nullptr = all ones),
   // in ascending recv id order.

@@ -17,8 +17,11 @@
 //
 // Incremental state (see dep_sets.h): per group of compute ops with one dep
 // set, the outstanding count and the sum of M over its outstanding recvs; per
-// recv, P. Removing r touches only the live groups that contain r; a group
-// whose count falls to 1 adds its time to the P of its last recv. M+ is never
+// recv, P. Removing r is one pass over the live groups, which tests r's bit in
+// each (the sets are stored as columns, dep_sets.h ColumnSets, so that pass
+// streams through memory at any size); a group whose count falls to 1 adds
+// its time to the P of its last recv, kept as the xor of the outstanding ids
+// (no row scan). M+ is never
 // stored: it is evaluated only for the recvs that tie on the first key, by one
 // pass over the groups with count > 1 that skips groups whose sum cannot win.
 // Times are integer ns (dag.h), so incremental sums equal fresh ones exactly.
@@ -32,8 +35,7 @@ namespace tictac::sched::analyzers {
 
 namespace {
 
-constexpr size_t kSmallCandidates = 8;  // below this, test candidate bits one by one
-constexpr size_t kMaxColumnBytes = size_t{256} << 20;
+constexpr size_t kSmallCandidates = 8;  // below this, test candidates one by one
 
 struct Key {
   int cls;      // 0: M < P (transfer shorter than the compute it unlocks)
@@ -44,29 +46,30 @@ struct Key {
 
 class TacState {
  public:
-  TacState(const DepSets& sets, std::vector<int64_t> m)
+  // Reads the sets once as rows, then takes them as columns (sets.bits() is
+  // gone afterwards).
+  TacState(DepSets& sets, std::vector<int64_t> m)
       : sets_(sets),
         m_(std::move(m)),
         p_(m_.size(), 0),
         out_(sets.numWords(), 0),
         cand_bits_(sets.numWords(), 0) {
     for (size_t r = 0; r < m_.size(); ++r) out_[r / 64] |= Word{1} << (r % 64);
-    const auto& groups = sets.computeGroups();
-    const size_t words = sets.numWords();
-    if (groups.size() * words * sizeof(Word) <= kMaxColumnBytes) {
-      columns_.resize(groups.size() * words);
-      for (size_t k = 0; k < groups.size(); ++k)
-        for (size_t w = 0; w < words; ++w)
-          columns_[w * groups.size() + k] = sets.bits(groups[k])[w];
-    }
-    for (uint32_t k = 0; k < groups.size(); ++k) {
-      const uint32_t id = groups[k];
+    for (uint32_t id : sets.computeGroups()) {
       const auto& grp = sets.group(id);
       int64_t sum = 0;
-      DepSets::forEach(sets.bits(id), nullptr, grp.first_word, sets.numWords(),
-                       [&](uint32_t r) { sum += m_[r]; });
-      active_.push_back({id, k, grp.size, sum});
-      if (grp.size == 1) p_[lastOutstanding(id)] += grp.time_ns;
+      uint32_t xr = 0;
+      DepSets::forEach(sets.bits(id), nullptr, grp.first_word, sets.numWords(), [&](uint32_t r) {
+        sum += m_[r];
+        xr ^= r;
+      });
+      active_.push_back({id, grp.size, xr, 0, sum, 0});
+      if (grp.size == 1) p_[xr] += grp.time_ns;
+    }
+    cols_ = sets.takeColumns();
+    for (Live& l : active_) {
+      l.stride = static_cast<uint32_t>(cols_.stride(l.id));
+      l.base = cols_.base(l.id);
     }
   }
 
@@ -90,34 +93,43 @@ class TacState {
  private:
   struct Live {
     uint32_t id;
-    uint32_t column;  // position in computeGroups(), the index into columns_
     uint32_t count;   // |deps & O|
+    uint32_t xr;      // xor of the ids in deps & O: the last one when count is 1
+    uint32_t stride;  // cols_.stride(id), cols_.base(id): where its words lie
     int64_t sum;      // sum of M over deps & O
+    size_t base;
   };
 
-  uint32_t lastOutstanding(uint32_t id) const {
-    uint32_t last = 0;
-    DepSets::forEach(sets_.bits(id), out_.data(), sets_.group(id).first_word, out_.size(),
-                     [&](uint32_t r) { last = r; });
-    return last;
+  // Calls f(w) for each word w of cand_words_ that group l can have bits in
+  // (from its first non-zero word on), until f returns true; returns whether
+  // one did.
+  template <class F>
+  bool anyCandidateWord(const Live& l, F&& f) const {
+    const uint32_t first = sets_.group(l.id).first_word;
+    auto it = std::lower_bound(cand_words_.begin(), cand_words_.end(), first);
+    for (; it != cand_words_.end(); ++it)
+      if (f(*it)) return true;
+    return false;
   }
 
   bool meetsCandidates(const Live& l) const {
     if (cand_.size() <= kSmallCandidates) {
       for (uint32_t c : cand_)
-        if (sets_.contains(l.id, c)) return true;
+        if (cols_.contains(l.id, c)) return true;
       return false;
     }
-    const Word* b = sets_.bits(l.id);
-    for (size_t w = sets_.group(l.id).first_word; w < out_.size(); ++w)
-      if (b[w] & cand_bits_[w]) return true;
-    return false;
+    return anyCandidateWord(l,
+                            [&](uint32_t w) { return (cols_.word(l.id, w) & cand_bits_[w]) != 0; });
   }
 
   uint32_t byMplusThenName(const std::vector<uint32_t>& rank) {
     const bool wide = cand_.size() > kSmallCandidates;
-    if (wide)
-      for (uint32_t c : cand_) cand_bits_[c / 64] |= Word{1} << (c % 64);
+    if (wide) {
+      for (uint32_t c : cand_) {  // cand_ is ascending
+        if (cand_bits_[c / 64] == 0) cand_words_.push_back(c / 64);
+        cand_bits_[c / 64] |= Word{1} << (c % 64);
+      }
+    }
     // Pass 1: the smallest M+ of any candidate.
     int64_t best = std::numeric_limits<int64_t>::max();
     for (const Live& l : active_)
@@ -131,39 +143,45 @@ class TacState {
     } else {
       // Pass 2: among candidates inside a group with that sum, the first name.
       pick = kNoRecv;
+      auto visit = [&](uint32_t r) {
+        if (pick == kNoRecv || rank[r] < rank[pick]) pick = r;
+      };
       for (const Live& l : active_) {
         if (l.count < 2 || l.sum != best) continue;
-        auto visit = [&](uint32_t r) {
-          if (pick == kNoRecv || rank[r] < rank[pick]) pick = r;
-        };
         if (wide) {
-          DepSets::forEach(sets_.bits(l.id), cand_bits_.data(), sets_.group(l.id).first_word,
-                           out_.size(), visit);
+          anyCandidateWord(l, [&](uint32_t w) {
+            const Word x = cols_.word(l.id, w) & cand_bits_[w];
+            DepSets::forEach(&x, nullptr, 0, 1, [&](uint32_t b) { visit(w * 64 + b); });
+            return false;
+          });
         } else {
           for (uint32_t c : cand_)
-            if (sets_.contains(l.id, c)) visit(c);
+            if (cols_.contains(l.id, c)) visit(c);
         }
       }
     }
-    if (wide)
-      for (uint32_t c : cand_) cand_bits_[c / 64] = 0;
+    for (uint32_t w : cand_words_) cand_bits_[w] = 0;
+    cand_words_.clear();
     return pick;
   }
 
   // Updates the groups that contain r; drops emptied ones, keeping the rest in
   // creation order (in chains that is ascending sum, which lets pass 1 of
-  // byMplusThenName skip almost every group).
+  // byMplusThenName skip almost every group). The column layout makes this
+  // loop read consecutive words for consecutive groups.
   void remove(uint32_t r) {
     out_[r / 64] &= ~(Word{1} << (r % 64));
-    const size_t n = sets_.computeGroups().size();
-    const Word* column = columns_.empty() ? nullptr : &columns_[(r / 64) * n];
+    const Word* data = cols_.data();
+    const size_t w = r / 64;
+    const Word bit = Word{1} << (r % 64);
     size_t kept = 0;
     for (size_t i = 0; i < active_.size(); ++i) {
       Live l = active_[i];
-      if (column ? (column[l.column] >> (r % 64)) & 1u : sets_.contains(l.id, r)) {
+      if (data[l.base + w * l.stride] & bit) {
         if (--l.count == 0) continue;
         l.sum -= m_[r];
-        if (l.count == 1) p_[lastOutstanding(l.id)] += sets_.group(l.id).time_ns;
+        l.xr ^= r;
+        if (l.count == 1) p_[l.xr] += sets_.group(l.id).time_ns;
       }
       active_[kept++] = l;
     }
@@ -171,16 +189,14 @@ class TacState {
   }
 
   const DepSets& sets_;
+  ColumnSets cols_;
   std::vector<int64_t> m_;
   std::vector<int64_t> p_;
-  std::vector<Word> out_;        // O as a bitset over recv ids
-  std::vector<Word> cand_bits_;  // the tied candidates, when many
+  std::vector<Word> out_;             // O as a bitset over recv ids
+  std::vector<Word> cand_bits_;       // the tied candidates, when many (else all zero)
+  std::vector<uint32_t> cand_words_;  // the non-zero words of cand_bits_, ascending
   std::vector<uint32_t> cand_;
   std::vector<Live> active_;  // compute groups with count > 0
-  // The same sets word-major (word w of every group side by side), so that
-  // remove() streams through memory instead of touching one line per group;
-  // left empty (slower path) beyond kMaxColumnBytes.
-  std::vector<Word> columns_;
 };
 
 class Tac final : public Analyzer {
@@ -190,7 +206,7 @@ class Tac final : public Analyzer {
   Schedule analyze(const Graph& g, const AnalyzerOptions& o) const override {
     const LiveDag d = buildLiveDag(g);
     std::vector<int64_t> m = transferNs(g, d, o);
-    const DepSets sets(g, d, /*with_times=*/true);
+    DepSets sets(g, d, /*with_times=*/true);
     TacState state(sets, std::move(m));
     std::vector<Priority> prio(d.recvs.size());
     for (Priority k = 0; k < d.recvs.size(); ++k) prio[state.next(d.name_rank)] = k;
