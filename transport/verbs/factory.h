@@ -3,7 +3,9 @@
 // RC queue pairs (one per peer) on one RDMA device, connected through the
 // core's TCP bootstrap: the address blob carries the QP number, PSN, GID, LID
 // and MTU, as perftest does without -R. Small messages are SENDs into reposted
-// receive buffers; larger payloads go by rendezvous: the receiver's receive()
+// receive buffers (inline when they fit; a payload of 1 KiB or more in
+// registered memory is a second SGE, not copied); larger payloads go by
+// rendezvous: the receiver's receive()
 // advertises the destination (address + rkey) and the sender writes it with
 // RDMA WRITE WITH IMMEDIATE (the immediate names the transfer).
 //
@@ -31,6 +33,11 @@
 //                WRITE bytes sit in a QP's send queue (262144): SENDs (the
 //                handshakes of other transfers, urgent or not) go before
 //                queued WRITEs instead of behind a whole window of them
+//   rndv_nap_us  a receiver whose only work in flight is awaited rendezvous
+//                WRITEs naps this long per idle progress() call (timed, no
+//                completion event); unset: 200 on a software device (rxe,
+//                siw: no bus device in sysfs), else 0; 0 = never (0..100000)
+//   rndv_spin_us, rts_batch, qp_timeout  see Tuning in backend.h
 //   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
 //                QP numbers and GIDs in the blob the core's bootstrap carries)
 //                or "rdmacm" (librdmacm: listener on `address`, resolve
