@@ -130,7 +130,7 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
   }
   if (c->qp == nullptr) return verbsError("ibv_create_qp", errno);
   max_inline_ = ia.cap.max_inline_data;
-  two_sge_ = ia.cap.max_send_sge >= 2;
+  c->two_sge = ia.cap.max_send_sge >= 2;
   c->qpn = c->qp->qp_num;
   c->psn = std::random_device()() & 0xffffff;
   Conn* raw = c.get();

@@ -126,6 +126,7 @@ class VerbsBackend final : public Backend {
     size_t wbytes = 0;                // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
+    bool two_sge = false;     // the QP takes two send SGEs (zero-copy eager SENDs)
     bool connected = false, dead = false, reported = false;
   };
   struct Work {  // one outbound operation, queued or posted
@@ -253,9 +254,9 @@ class VerbsBackend final : public Backend {
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   std::vector<std::pair<PeerId, Status>> pending_peer_errors_;
   uint32_t max_inline_ = 0;
-  // QPs take two send SGEs: an eager payload of at least kZeroCopyEager bytes
-  // in registered memory is sent from there, not copied to a bounce slot.
-  bool two_sge_ = false;
+  // On a QP that takes two send SGEs (Conn::two_sge), an eager payload of at
+  // least kZeroCopyEager bytes in registered memory is sent from there, not
+  // copied to a bounce slot.
   static constexpr size_t kZeroCopyEager = 1024;
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;

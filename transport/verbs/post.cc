@@ -48,7 +48,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
     w.token = token;
     w.report = true;
     // A payload in registered memory is sent from there (postWork).
-    if (region != nullptr && len >= kZeroCopyEager && two_sge_) {
+    if (region != nullptr && len >= kZeroCopyEager && c->two_sge) {
       w.lkey = mrOf(region)->lkey;
       w.zero_copy = true;
     }
