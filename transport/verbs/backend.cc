@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "transport/verbs/factory.h"
 
@@ -115,18 +116,14 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
   ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = tune_.sq_depth;
   ia.cap.max_recv_wr = tune_.rq_depth;
-  ia.cap.max_send_sge = 2;  // zero-copy eager SENDs: headers + payload
   ia.cap.max_recv_sge = 1;
-  ia.cap.max_inline_data = 256;
-  auto create = [&] { return make ? make(&ia) : ibv_create_qp(dev_->pd, &ia); };
-  c->qp = create();
-  if (c->qp == nullptr) {  // a device with less: no inline data, then one SGE
-    ia.cap.max_inline_data = 0;
-    c->qp = create();
-  }
-  if (c->qp == nullptr) {
-    ia.cap.max_send_sge = 1;
-    c->qp = create();
+  // Two send SGEs (zero-copy eager SENDs: headers + payload) and inline
+  // data, else what a device with less takes: either one alone, then neither.
+  for (auto [sge, inl] : {std::pair{2u, 256u}, {1u, 256u}, {2u, 0u}, {1u, 0u}}) {
+    ia.cap.max_send_sge = sge;
+    ia.cap.max_inline_data = inl;
+    c->qp = make ? make(&ia) : ibv_create_qp(dev_->pd, &ia);
+    if (c->qp != nullptr) break;
   }
   if (c->qp == nullptr) return verbsError("ibv_create_qp", errno);
   max_inline_ = ia.cap.max_inline_data;
