@@ -10,9 +10,15 @@
 namespace tictac::transport {
 
 namespace {
-thread_local int t_in_callbacks = 0;  // >0 while this thread runs completions
+// The initial-exec model makes each use one %fs-relative access instead of a
+// __tls_get_addr call: qemu's TCG (the soft-RoCE guest) pays two indirect
+// jumps per call, and progress() reads t_in_callbacks on every pass. The cost
+// is a few bytes of static TLS, which dlopen (the Python module) takes from
+// glibc's reserve.
+#define TICTAC_TLS_IE [[gnu::tls_model("initial-exec")]]
+TICTAC_TLS_IE thread_local int t_in_callbacks = 0;  // >0 while this thread runs completions
 // The context whose completions this thread is running (progress()), if any.
-thread_local const ContextImpl* t_dispatching = nullptr;
+TICTAC_TLS_IE thread_local const ContextImpl* t_dispatching = nullptr;
 }
 
 bool ContextImpl::inCallbacks() { return t_in_callbacks > 0; }
@@ -145,7 +151,7 @@ unsigned ContextImpl::progress() {
   // A per-thread buffer swapped with ready_ keeps both capacities (no
   // allocation per pass). Safe: a nested progress() from a callback on this
   // thread returns at t_in_callbacks above, before touching it.
-  static thread_local std::vector<Ready> ready;
+  TICTAC_TLS_IE static thread_local std::vector<Ready> ready;
   ready.swap(ready_);
   lock.unlock();
   ++t_in_callbacks;
