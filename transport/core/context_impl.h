@@ -201,6 +201,13 @@ class ContextImpl : public BackendEvents {
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);
   unsigned pump();
+  // pump() when the scheduler may hand out a chunk, else only what pump()
+  // does then (clear the pacing deadline): no call on an empty pass.
+  unsigned pumpIfAdmits() {
+    if (sched_->mayAdmit()) return pump();
+    pace_retry_.store(INT64_MAX, std::memory_order_relaxed);
+    return 0;
+  }
   unsigned startLandings();
   unsigned flushControl();
   // Before a bootstrap link closes (close(), context destruction): posts the

@@ -5,10 +5,6 @@
 
 namespace tictac::transport::wire {
 
-std::span<const std::byte> asBytes(const Header& h) {
-  return {reinterpret_cast<const std::byte*>(&h), sizeof(h)};
-}
-
 namespace {
 Status bad(const std::string& why) {
   return {StatusCode::kProtocolError, "bad wire header: " + why};

@@ -62,7 +62,9 @@ inline constexpr size_t kMaxChunk = 0xFFFFFFFFu;
 // Largest ack payload accepted (entries per message).
 inline constexpr size_t kMaxAckEntries = 170;  // 4080 bytes <= kInlineMax: always eager
 
-std::span<const std::byte> asBytes(const Header& h);
+inline std::span<const std::byte> asBytes(const Header& h) {
+  return {reinterpret_cast<const std::byte*>(&h), sizeof(h)};
+}
 
 // Validates a received header: size, magic, version, type, flags, length
 // against the payload actually received, offset + length <= total_len, ack

@@ -42,7 +42,7 @@ unsigned VerbsBackend::drainChannel() {
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
   if (stats_.on) stats_.onProgressEnter(Stats::nowNs());
-  flushAllRts();  // the kRts of the chunks posted since the last call, in one SEND
+  if (rts_deferred_) flushAllRts();  // the kRts of the chunks posted since the last call, in one SEND
   // Sleep or yield only when nothing is in flight: a posted work request or
   // a rendezvous (kRts awaiting its kCts, kCts awaiting the WRITE) completes
   // soon, and a caller polling for it must not pay a wake-up (nor a syscall).
