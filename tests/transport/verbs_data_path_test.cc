@@ -14,11 +14,23 @@
 
 #include "tests/transport/verbs_helper.h"
 #include "transport/verbs/device.h"
+#include "transport/verbs/stats.h"
 
 namespace tictac::transport::test {
 namespace {
 
 const bool registered = registerBackendHelper({"verbs", verbsLoOptions, verbsViable});
+
+// TICTAC_VERBS_STATS's medians: 0.5 us buckets, the last one open-ended.
+TEST(VerbsStats, HistogramMedianIsTheMiddleSample) {
+  verbs::Histogram h;
+  EXPECT_EQ(h.medianUs(), 0);  // empty
+  for (uint64_t ns : {1000, 1200, 30000, 30100, 30200}) h.add(ns);
+  EXPECT_DOUBLE_EQ(h.medianUs(), 30.25);  // 30.0-30.5 us holds the third of five
+  for (int i = 0; i < 10; ++i) h.add(uint64_t{1} << 40);  // beyond 128 us
+  EXPECT_DOUBLE_EQ(h.medianUs(), 127.75);
+  EXPECT_EQ(h.count, 15u);
+}
 
 TEST(VerbsDataPath, TuningOptionsAreChecked) {
   ASSERT_TRUE(registered);

@@ -37,12 +37,14 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
   w.slot = -1;
   w.rts_ns = 0;
   w.posted_ns = 0;
+  const uint64_t t0 = stats_.on ? Stats::nowNs() : 0;
   if (postSend(c, id, inl, total, true) != 0) {  // the backlog path reports or retries it
     freeWork(id);
     return false;
   }
   if (stats_.on) {
     w.posted_ns = Stats::nowNs();
+    stats_.post_hist.add(w.posted_ns - t0);
     ++stats_.inline_sends;
     ++stats_.direct_sends;
     stats_.onMsgPosted(w.posted_ns);

@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,7 @@ void Stats::onSendCqe(uint64_t posted_ns, uint64_t now) {
   ++send_cqes;
   if (posted_ns == 0 || now < posted_ns) return;
   uint64_t d = now - posted_ns;
+  send_hist.add(d);
   send_ns += d;
   if (d > send_max_ns) send_max_ns = d;
   if (d > 1000000) ++sends_over_1ms;
@@ -65,10 +67,25 @@ void Stats::onWriteDone(uint64_t now, bool waiting) {
   if (writes_in_flight > 0 && --writes_in_flight == 0 && waiting) bubble_since_ns = now;
 }
 
+void Histogram::add(uint64_t ns) {
+  ++bucket[std::min<uint64_t>(ns / 500, kBuckets - 1)];
+  ++count;
+}
+
+double Histogram::medianUs() const {
+  uint64_t seen = 0;
+  for (unsigned i = 0; i < kBuckets; ++i) {
+    seen += bucket[i];
+    if (2 * seen >= count && count > 0) return 0.5 * i + 0.25;
+  }
+  return 0;
+}
+
 void Stats::onMsgPosted(uint64_t now) {
   if (recv_polled_ns == 0 || now < recv_polled_ns) return;
   uint64_t d = now - recv_polled_ns;
   recv_polled_ns = 0;
+  turn_hist.add(d);
   ++turns;
   turn_ns += d;
   if (d > turn_max_ns) turn_max_ns = d;
@@ -89,6 +106,7 @@ void Stats::print(const char* who) const {
       "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
       "\"rts_pending_max\":%llu,\"rts_msgs\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
       "\"cts_out_max_us\":%.0f,\"turns\":%llu,\"turn_mean_us\":%.2f,\"turn_max_us\":%.0f,"
+      "\"turn_p50_us\":%.2f,\"send_p50_us\":%.2f,\"post_p50_us\":%.2f,"
       "\"pass_mean_us\":%.3f}\n",
       who, static_cast<unsigned long long>(progress_calls), static_cast<unsigned long long>(sleeps),
       static_cast<unsigned long long>(sleep_timeouts), us(sleep_ns), us(sleep_max_ns),
@@ -108,6 +126,7 @@ void Stats::print(const char* who) const {
       cts_out ? us(cts_out_ns) / static_cast<double>(cts_out) : 0.0, us(cts_out_max_ns),
       static_cast<unsigned long long>(turns),
       turns ? us(turn_ns) / static_cast<double>(turns) : 0.0, us(turn_max_ns),
+      turn_hist.medianUs(), send_hist.medianUs(), post_hist.medianUs(),
       progress_calls && last_return_ns > first_enter_ns
           ? us(last_return_ns - first_enter_ns) / static_cast<double>(progress_calls)
           : 0.0);

@@ -13,6 +13,17 @@
 
 namespace tictac::transport::verbs {
 
+// Durations in 0.5 us buckets up to 128 us (the last one holds the rest):
+// the median of a ping-pong's per-message steps, which a mean of a few
+// millisecond outliers hides.
+struct Histogram {
+  static constexpr unsigned kBuckets = 256;
+  uint32_t bucket[kBuckets] = {};
+  uint64_t count = 0;
+  void add(uint64_t ns);
+  double medianUs() const;  // bucket midpoint; 0 when empty
+};
+
 struct Stats {
   bool on = false;
   uint64_t progress_calls = 0;
@@ -40,6 +51,9 @@ struct Stats {
   // Turnaround: an eager message's receive completion polled -> the next
   // SEND posted (a ping-pong server's answer: the user-space path per message).
   uint64_t turns = 0, turn_ns = 0, turn_max_ns = 0, recv_polled_ns = 0;
+  // Turnarounds; SENDs and WRITEs post -> CQE; ibv_post_send() of an inline
+  // SEND (on rxe the syscall runs the kernel's send path).
+  Histogram turn_hist, send_hist, post_hist;
   uint64_t first_enter_ns = 0;  // first progress() call (mean pass = span / calls)
   uint32_t writes_in_flight = 0;
   uint64_t bubble_since_ns = 0;  // 0: no bubble open
