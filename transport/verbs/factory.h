@@ -48,7 +48,8 @@
 //                must use the same cm (else addPeer fails, kProtocolError).
 //   cm_timeout_ms  rdma_cm resolve/connect/accept deadline in addPeer (10000)
 // TICTAC_VERBS_STATS=1 prints the backend's diagnostic counters (sleeps,
-// post -> completion times, gaps between progress() calls; stats.h) as one
+// post -> completion times, gaps between progress() calls, medians of the
+// turnaround, post -> completion and ibv_post_send(); stats.h) as one
 // JSON line on stderr when the backend is destroyed.
 // Every numeric key may also come from TICTAC_VERBS_<KEY> (e.g.
 // TICTAC_VERBS_IDLE_SPINS); BackendOptions::config wins.
