@@ -141,11 +141,11 @@ unsigned ContextImpl::progress() {
   // guest). The pump below sends what acks and completions admitted.
   // The checks inline here spare an empty pass two calls and returns (each
   // an indirect jump that qemu's TCG looks up: the guest's polling loop).
-  n += pumpIfAdmits();
+  n += pump();
   n += backend_->progress();
   if (!to_land_.empty()) n += startLandings();
   n += flushControl();
-  n += pumpIfAdmits();
+  n += pump();
   if (ready_.empty()) {
     if (n > 0) progress_gen_.fetch_add(1, std::memory_order_release);
     return n;

@@ -200,14 +200,15 @@ class ContextImpl : public BackendEvents {
   void startExpect(Submission& s);
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);
-  unsigned pump();
-  // pump() when the scheduler may hand out a chunk, else only what pump()
-  // does then (clear the pacing deadline): no call on an empty pass.
-  unsigned pumpIfAdmits() {
-    if (sched_->mayAdmit()) return pump();
+  // Hands the chunks the scheduler admits to the backend. Idle or
+  // window-bound: only clears the pacing deadline, inline (no call and no
+  // clock read on an empty progress pass).
+  unsigned pump() {
+    if (sched_->mayAdmit()) return pumpChunks();
     pace_retry_.store(INT64_MAX, std::memory_order_relaxed);
     return 0;
   }
+  unsigned pumpChunks();  // send_path.cc
   unsigned startLandings();
   unsigned flushControl();
   // Before a bootstrap link closes (close(), context destruction): posts the

@@ -5,12 +5,8 @@
 
 namespace tictac::transport {
 
-unsigned ContextImpl::pump() {
+unsigned ContextImpl::pumpChunks() {
   unsigned n = 0;
-  if (!sched_->mayAdmit()) {  // idle or window-bound: no clock read per progress pass
-    pace_retry_.store(INT64_MAX, std::memory_order_relaxed);
-    return 0;
-  }
   auto now = SendScheduler::now();
   auto retry = SendScheduler::Clock::time_point::max();
   while (auto c = sched_->next(now, &retry)) {
