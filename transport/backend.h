@@ -3,8 +3,10 @@
 // A backend moves messages between peers: a small header (the core's wire
 // header, opaque here) plus an optional payload that the receiver places
 // wherever the core says (rendezvous into the expected buffer). It knows
-// nothing of priorities, tensors, windows or acks: the core's scheduler decides
-// what is posted and when, and confirms bytes with its own ack messages.
+// nothing of tensors, windows or acks, and never orders by priority: the
+// core's scheduler decides what is posted and when, and confirms bytes with
+// its own ack messages (post() carries the tensor's priority only so that a
+// backend may map it to a wire class).
 // Peers are numbered by the core; a backend learns them from addPeer() with the
 // address blob the remote backend's localAddress() produced (carried by the
 // core's TCP bootstrap).
@@ -87,8 +89,14 @@ class Backend {
   // Sends header + payload [data, data+len) to peer; onSendDone(token) later.
   // `region` covers the payload when non-null. The payload must stay valid
   // until onSendDone. Errors returned here mean nothing was posted.
+  // `priority` is the scheduler's priority of the tensor the message belongs
+  // to (lower = more urgent; the core's acks and nacks use 0, an abort its
+  // tensor's). The backend never reorders by it; it may pick a wire class
+  // with it (verbs: one QP per class, class_bounds), so every message of one
+  // tensor travels in one class and keeps its order.
   virtual Status post(PeerId peer, std::span<const std::byte> header, const void* data,
-                      size_t len, const MemoryRegion* region, uint64_t token) = 0;
+                      size_t len, const MemoryRegion* region, uint64_t token,
+                      uint32_t priority) = 0;
   // Lands a retained payload in dst; onReceiveDone(token) later (also on error).
   virtual Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                          uint64_t token) = 0;

@@ -120,6 +120,7 @@ class ContextImpl : public BackendEvents {
     const char* buf = nullptr;
     size_t len = 0;
     const MemoryRegion* region = nullptr;
+    uint32_t priority = 0;  // the scheduler's; passed to every post() of the op
     size_t acked = 0;    // bytes confirmed (acks, and completions of kFlagNoAck chunks)
     unsigned posts = 0;  // backend posts not yet done
     size_t handed = 0;   // bytes handed to the backend (chunks [0, handed))
@@ -167,7 +168,9 @@ class ContextImpl : public BackendEvents {
     uint32_t my_id_there = 0;  // the id the peer gave us (our src_peer)
     bool alive = true;
     std::vector<wire::AckEntry> acks;
-    std::vector<wire::Header> ctrl;  // nacks / aborts to send
+    // Nacks / aborts to send, each with its post() priority (an abort travels
+    // in its tensor's wire class, behind the chunks it cancels).
+    std::vector<std::pair<wire::Header, uint32_t>> ctrl;
   };
   struct Submission {
     bool is_send;
@@ -222,7 +225,8 @@ class ContextImpl : public BackendEvents {
   void onAcks(const wire::Header& h, const Incoming& in);
   void onNack(const wire::Header& h);
   void land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming* in, void* desc, bool ack);
-  void queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about, StatusCode code);
+  void queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about, StatusCode code,
+                 uint32_t priority = 0);
   void failSend(uint64_t id, const Status& s, bool tell_peer);
   // Confirms one chunk of op `id`: returns its window credit and counts its
   // bytes, once per chunk (a kFlagNoAck chunk's completion and ack, a failed

@@ -52,7 +52,7 @@ void ContextImpl::startExpect(Submission& s) {
 }
 
 void ContextImpl::queueCtrl(uint32_t peer, wire::MsgType type, const wire::Header& about,
-                            StatusCode code) {
+                            StatusCode code, uint32_t priority) {
   Peer* p = livePeer(peer);
   if (p == nullptr) return;
   wire::Header h;
@@ -62,17 +62,17 @@ void ContextImpl::queueCtrl(uint32_t peer, wire::MsgType type, const wire::Heade
   h.iteration = about.iteration;
   h.op_id = about.op_id;
   h.status = static_cast<int32_t>(code);
-  p->ctrl.push_back(h);
+  p->ctrl.emplace_back(h, priority);
 }
 
 unsigned ContextImpl::flushControl() {
   unsigned n = 0;
   for (auto& [id, peer] : peers_) {
     if (!peer.alive || (peer.acks.empty() && peer.ctrl.empty())) continue;
-    for (auto& h : peer.ctrl) {
+    for (auto& [h, prio] : peer.ctrl) {
       uint64_t token = next_token_++;
       Post& pt = posts_.insert(token, Post{h, 0, id, {}});
-      if (!backend_->post(id, wire::asBytes(pt.h), nullptr, 0, nullptr, token)) {
+      if (!backend_->post(id, wire::asBytes(pt.h), nullptr, 0, nullptr, token, prio)) {
         posts_.erase(token);
       }
       ++n;
@@ -90,7 +90,7 @@ unsigned ContextImpl::flushControl() {
       uint64_t token = next_token_++;
       Post& pt = posts_.insert(token, std::move(post));
       Status st =
-          backend_->post(id, wire::asBytes(pt.h), pt.acks.data(), pt.h.length, nullptr, token);
+          backend_->post(id, wire::asBytes(pt.h), pt.acks.data(), pt.h.length, nullptr, token, 0);
       if (!st) posts_.erase(token);
       ++n;
     }

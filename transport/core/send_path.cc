@@ -35,7 +35,7 @@ unsigned ContextImpl::pumpChunks() {
     uint64_t token = next_token_++;
     Post& pt = posts_.insert(token, std::move(post));
     Status st = backend_->post(op.peer, wire::asBytes(pt.h), op.buf + c->offset, c->length,
-                               op.region, token);
+                               op.region, token, op.priority);
     op.handed = c->offset + c->length;
     if (c->last) {
       op.all_handed = true;
@@ -158,7 +158,7 @@ void ContextImpl::failSend(uint64_t id, const Status& s, bool tell_peer) {
     about.tensor_id = op.tensor;
     about.iteration = op.iteration;
     about.op_id = id;
-    queueCtrl(op.peer, wire::MsgType::kAbort, about, StatusCode::kCanceled);
+    queueCtrl(op.peer, wire::MsgType::kAbort, about, StatusCode::kCanceled, op.priority);
   }
   tryFinishSend(id);
 }

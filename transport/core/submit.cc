@@ -120,6 +120,7 @@ void ContextImpl::startSend(Submission& s) {
   op.iteration = s.key.iteration;
   op.buf = s.buf;
   op.len = s.len;
+  op.priority = s.prio;
   auto reg = cache_->lookup(s.buf, s.len);
   if (!reg) {
     s.cb = std::move(op.cb);

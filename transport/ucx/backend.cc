@@ -164,7 +164,8 @@ void UcxBackend::onEpError(void* arg, ucp_ep_h ep, ucs_status_t status) {
 }
 
 Status UcxBackend::post(PeerId peer, std::span<const std::byte> header, const void* data,
-                        size_t len, const MemoryRegion* region, uint64_t token) {
+                        size_t len, const MemoryRegion* region, uint64_t token,
+                        uint32_t /*priority: one endpoint per peer, no wire classes*/) {
   auto it = eps_.find(peer);
   if (it == eps_.end()) return {StatusCode::kPeerLost, "no endpoint for peer"};
   ucp_request_param_t rp{};

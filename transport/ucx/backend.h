@@ -71,7 +71,8 @@ class UcxBackend final : public Backend {
   void removePeer(PeerId peer) override;
   Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
   Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
-              const MemoryRegion* region, uint64_t token) override;
+              const MemoryRegion* region, uint64_t token,
+              uint32_t priority) override;
   Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                  uint64_t token) override;
   void release(void* desc) override;

@@ -1,7 +1,6 @@
 // Verbs backend: setup, QP creation and connection, peer teardown.
 #include "transport/verbs/backend.h"
 
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,25 +17,10 @@ Status verbsError(const std::string& what, int err) {
   return {StatusCode::kIoError, what + ": " + std::strerror(err)};
 }
 
-// The QP that this thread's last localAddress() created (see backend.h).
-struct LastBlob {
-  const void* backend = nullptr;
-  uint32_t qpn = 0;
-};
-thread_local LastBlob t_last;
-
 // A numeric option: BackendOptions::config[key], else TICTAC_VERBS_<KEY>.
 Status parseU32(const BackendOptions& o, const char* key, uint32_t lo, uint32_t hi, uint32_t* out) {
   std::string text;
-  if (auto it = o.config.find(key); it != o.config.end()) {
-    text = it->second;
-  } else {
-    std::string env = "TICTAC_VERBS_";
-    for (const char* k = key; *k; ++k) env += static_cast<char>(std::toupper(*k));
-    const char* e = std::getenv(env.c_str());
-    if (e == nullptr) return Status::ok();
-    text = e;
-  }
+  if (!optionText(o, key, &text)) return Status::ok();
   char* end = nullptr;
   unsigned long v = std::strtoul(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < lo || v > hi) {
@@ -82,7 +66,13 @@ Status VerbsBackend::init(const BackendOptions& options) {
   tune_.sl = static_cast<uint8_t>(sl);
   auto cfg = deviceConfig(options);
   if (!cfg) return cfg.status();
+  if (Status s = parseClasses(options); !s) return s;
   if (Status s = initCm(options, &cfg.value()); !s) return s;
+  if (cm_ && classCount() > 1) {
+    return {StatusCode::kUnsupported,
+            "verbs class_bounds (one QP per priority class) needs cm=tcp; cm=rdmacm makes one QP "
+            "per peer"};
+  }
   auto dev = Device::open(cfg.value());
   if (!dev) return dev.status();
   dev_ = std::move(dev.value());
@@ -162,105 +152,6 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
   return raw;
 }
 
-std::vector<uint8_t> VerbsBackend::localAddress() {
-  if (cm_) return cmLocalAddress();
-  auto c = newConn();
-  if (!c) return {};  // the peer's addPeer rejects an empty blob; ours finds no QP
-  AddressBlob b;
-  b.roce = dev_->roce ? 1 : 0;
-  b.mtu = static_cast<uint8_t>(dev_->port_attr.active_mtu);
-  b.qpn = c.value()->qpn;
-  b.psn = c.value()->psn;
-  b.lid = dev_->port_attr.lid;
-  b.recv_bytes = tune_.recv_bytes;
-  std::memcpy(b.gid, dev_->gid.raw, 16);
-  unconnected_.push_back(b.qpn);
-  t_last = {this, b.qpn};
-  auto* p = reinterpret_cast<const uint8_t*>(&b);
-  return {p, p + sizeof(b)};
-}
-
-Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
-  if (cm_) return addPeerCm(peer, remote);
-  AddressBlob rb;
-  if (remote.size() == sizeof(rb) + sizeof(CmBlob)) {
-    return {StatusCode::kProtocolError,
-            "the peer connects by rdma_cm (cm=rdmacm), this side by "
-            "QP numbers over the bootstrap (cm=tcp): set the same cm"};
-  }
-  if (remote.size() != sizeof(rb)) {
-    return {StatusCode::kProtocolError, "verbs address of " + std::to_string(remote.size()) +
-                                            " bytes (expected " + std::to_string(sizeof(rb)) + ")"};
-  }
-  std::memcpy(&rb, remote.data(), sizeof(rb));
-  if (rb.magic != kBlobMagic || rb.version != kBlobVersion) {
-    return {StatusCode::kProtocolError, "verbs address blob has a bad magic or version"};
-  }
-  if (rb.roce != (dev_->roce ? 1 : 0)) {
-    return {StatusCode::kProtocolError, "peer's link layer differs (RoCE vs InfiniBand)"};
-  }
-  if (unconnected_.empty()) return {StatusCode::kIoError, "no local QP for the peer"};
-  uint32_t qpn = unconnected_.front();
-  for (uint32_t q : unconnected_) {
-    if (t_last.backend == this && q == t_last.qpn) qpn = q;
-  }
-  std::erase(unconnected_, qpn);
-  Conn& c = *conns_.at(qpn);
-  c.peer = peer;
-  c.send_bytes = std::min(rb.recv_bytes, tune_.recv_bytes);
-  if (Status s = connectQp(c, rb); !s) {
-    dropConn(qpn);
-    return s;
-  }
-  c.connected = true;
-  peers_[peer] = qpn;
-  return Status::ok();
-}
-
-Status VerbsBackend::connectQp(Conn& c, const AddressBlob& rb) {
-  ibv_qp_attr at{};
-  at.qp_state = IBV_QPS_RTR;
-  at.path_mtu = std::min(dev_->port_attr.active_mtu, static_cast<ibv_mtu>(rb.mtu));
-  at.dest_qp_num = rb.qpn;
-  at.rq_psn = rb.psn;
-  at.max_dest_rd_atomic = 1;
-  at.min_rnr_timer = 1;  // 0.01 ms
-  at.ah_attr.port_num = dev_->port;
-  at.ah_attr.sl = tune_.sl;
-  at.ah_attr.dlid = rb.lid;
-  if (dev_->roce || dev_->gid_index > 0) {
-    at.ah_attr.is_global = 1;
-    std::memcpy(at.ah_attr.grh.dgid.raw, rb.gid, 16);
-    at.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_->gid_index);
-    at.ah_attr.grh.hop_limit = 64;
-    at.ah_attr.grh.traffic_class = tune_.traffic_class;
-  }
-  int rc = ibv_modify_qp(c.qp, &at,
-                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-  if (rc != 0) return verbsError("ibv_modify_qp(RTR) to QP 0x" + std::to_string(rb.qpn), rc);
-  at = {};
-  at.qp_state = IBV_QPS_RTS;
-  at.timeout = static_cast<uint8_t>(tune_.qp_timeout);  // 4.096 us * 2^timeout
-  at.retry_cnt = 7;
-  at.rnr_retry = 7;  // RNR: retry forever (a busy receiver is not a dead one)
-  at.sq_psn = c.psn;
-  at.max_rd_atomic = 1;
-  rc = ibv_modify_qp(c.qp, &at,
-                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-  if (rc != 0) return verbsError("ibv_modify_qp(RTS)", rc);
-  return Status::ok();
-}
-
-void VerbsBackend::removePeer(PeerId peer) {
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return;
-  Conn* c = connByQpn(it->second);
-  peers_.erase(it);
-  if (c != nullptr) killConn(*c, Status(StatusCode::kPeerLost, "peer removed"));
-}
-
 // Moves the QP to ERR (posted work flushes with errors through the CQ) and
 // fails everything still waiting on it outside the QP.
 void VerbsBackend::killConn(Conn& c, const Status& why) {
@@ -312,10 +203,10 @@ VerbsBackend::Conn* VerbsBackend::connByQpn(uint32_t qpn) {
   return it == conns_.end() ? nullptr : it->second.get();
 }
 
-VerbsBackend::Conn* VerbsBackend::connOf(PeerId peer) {
+VerbsBackend::Conn* VerbsBackend::connOf(PeerId peer, size_t cls) {
   auto it = peers_.find(peer);
-  if (it == peers_.end()) return nullptr;
-  Conn* c = connByQpn(it->second);
+  if (it == peers_.end() || it->second.empty()) return nullptr;
+  Conn* c = connByQpn(it->second[cls < it->second.size() ? cls : 0]);
   return c != nullptr && !c->dead ? c : nullptr;
 }
 

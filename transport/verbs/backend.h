@@ -1,10 +1,14 @@
 // transport/verbs/backend.h: the libibverbs backend (internal; use factory.h).
 //
-// One RC QP per peer (a Conn), all on one CQ with a completion channel. The
-// QP is created by localAddress() (its number goes into the blob) and
-// connected by addPeer(). The core's setupPeer() calls both from one thread,
-// so addPeer() takes the QP that the same thread's last localAddress() made
-// (else the oldest unconnected one).
+// One RC QP per peer and priority class (a Conn; one class unless
+// class_bounds is set), all on one CQ with a completion channel. The QPs are
+// created by localAddress() (their numbers go into the blob) and connected by
+// addPeer(). The core's setupPeer() calls both from one thread, so addPeer()
+// takes the QPs that the same thread's last localAddress() made (else the
+// oldest unconnected ones). post() picks the QP of the priority's class:
+// each class has its own GRH traffic class and SL, so a NIC with PFC/ETS can
+// serve them apart; every message of one tensor shares a priority, hence a
+// QP, and keeps its order.
 //
 // Outbound work (SENDs of messages, RDMA WRITEs of rendezvous payloads) goes
 // through a per-Conn backlog: it is posted while the send queue has room and
@@ -14,6 +18,7 @@
 // should a peer outrun them. Events reach the core only from progress().
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -39,6 +44,10 @@ struct Tuning {
   uint32_t repost_batch = 16;
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
+  // Priority classes: class i takes priorities in [bound[i-1], bound[i])
+  // (class 0 below bound[0]), one QP each with class_tc[i] / class_sl[i].
+  std::vector<uint32_t> class_bounds;  // empty: one class
+  std::vector<uint8_t> class_tc, class_sl;
   // RC ACK timeout exponent (4.096 us * 2^qp_timeout before a retransmission;
   // 14 = 67 ms). rxe on lo retransmits now and then even in ib_write_bw.
   uint32_t qp_timeout = 14;
@@ -72,6 +81,9 @@ struct Tuning {
   uint32_t rts_batch = 16;
 };
 
+// BackendOptions::config[key], else TICTAC_VERBS_<KEY>; false when neither is set.
+bool optionText(const BackendOptions& o, const char* key, std::string* out);
+
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
 const ibv_mr* mrOf(const MemoryRegion* region);
 
@@ -87,7 +99,8 @@ class VerbsBackend final : public Backend {
   void removePeer(PeerId peer) override;
   Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
   Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
-              const MemoryRegion* region, uint64_t token) override;
+              const MemoryRegion* region, uint64_t token,
+              uint32_t priority) override;
   Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                  uint64_t token) override;
   // Every post completes (onSendDone ok) only after the remote NIC acknowledged
@@ -104,6 +117,16 @@ class VerbsBackend final : public Backend {
   bool arm() override;
   bool installUnmapHook(UnmapHook hook, void* arg) override;
   void removeUnmapHook(UnmapHook hook, void* arg) override;
+
+  // Diagnostics (tests): a peer's QPs in class order, with the work
+  // requests posted on each.
+  struct ClassQpInfo {
+    ibv_qp* qp;
+    uint8_t cls;
+    uint64_t posted;
+  };
+  std::vector<ClassQpInfo> peerQps(PeerId peer) const;
+  static constexpr size_t kMaxClasses = 8;
 
   // For memory hooks (memory.cc).
   UnmapHook hook_ = nullptr;
@@ -126,6 +149,8 @@ class VerbsBackend final : public Backend {
     size_t wbytes = 0;                // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
+    uint8_t cls = 0;          // priority class (index into Tuning::class_*)
+    uint64_t posted = 0;      // send work requests posted (peerQps)
     bool two_sge = false;     // the QP takes two send SGEs (zero-copy eager SENDs)
     bool connected = false, dead = false, reported = false;
   };
@@ -195,7 +220,15 @@ class VerbsBackend final : public Backend {
   Status connectQp(Conn& c, const AddressBlob& remote);
   void killConn(Conn& c, const Status& why);
   void destroyConn(Conn& c);
-  Conn* connOf(PeerId peer);
+  Conn* connOf(PeerId peer, size_t cls = 0);
+  size_t classCount() const { return tune_.class_bounds.size() + 1; }
+  size_t classOf(uint32_t priority) const {
+    if (tune_.class_bounds.empty()) return 0;
+    return static_cast<size_t>(std::upper_bound(tune_.class_bounds.begin(),
+                                                tune_.class_bounds.end(), priority) -
+                               tune_.class_bounds.begin());
+  }
+  Status parseClasses(const BackendOptions& options);  // connect.cc
   Conn* connByQpn(uint32_t qpn);
   uint64_t allocWork();  // a live slot of works_ (contents left to the caller)
   uint64_t queueWork(Conn& c, Work w);
@@ -241,8 +274,8 @@ class VerbsBackend final : public Backend {
   std::unique_ptr<Device> dev_;
   Tuning tune_;
   std::map<uint32_t, std::unique_ptr<Conn>> conns_;  // by QP number
-  std::map<PeerId, uint32_t> peers_;                 // peer -> qpn
-  std::deque<uint32_t> unconnected_;                 // QPs from localAddress()
+  std::map<PeerId, std::vector<uint32_t>> peers_;    // peer -> qpn of each class
+  std::deque<std::vector<uint32_t>> unconnected_;    // QPs of each localAddress()
   // Outbound work by wr_id (a slab: no allocation per message once warm).
   std::vector<Work> works_;
   std::vector<uint32_t> free_works_;

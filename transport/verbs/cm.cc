@@ -192,7 +192,7 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
   c.peer = peer;
   c.send_bytes = std::min(rb.recv_bytes, tune_.recv_bytes);
   c.connected = true;
-  peers_[peer] = qpn;
+  peers_[peer] = {qpn};
   return Status::ok();
 }
 

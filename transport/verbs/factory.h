@@ -1,11 +1,11 @@
 // transport/verbs/factory.h: the libibverbs backend's one entry point.
 //
-// RC queue pairs (one per peer) on one RDMA device, connected through the
-// core's TCP bootstrap: the address blob carries the QP number, PSN, GID, LID
-// and MTU, as perftest does without -R. Small messages are SENDs into reposted
-// receive buffers (inline when they fit; a payload of 1 KiB or more in
-// registered memory is a second SGE, not copied); larger payloads go by
-// rendezvous: the receiver's receive()
+// RC queue pairs (one per peer, or one per peer and priority class) on one
+// RDMA device, connected through the core's TCP bootstrap: the address blob
+// carries the QP numbers, PSNs, GID, LID and MTU, as perftest does without
+// -R. Small messages are SENDs into reposted receive buffers (inline when they
+// fit; a payload of 1 KiB or more in registered memory is a second SGE, not
+// copied); larger payloads go by rendezvous: the receiver's receive()
 // advertises the destination (address + rkey) and the sender writes it with
 // RDMA WRITE WITH IMMEDIATE (the immediate names the transfer).
 //
@@ -18,6 +18,12 @@
 //   eager_bytes  size of a receive buffer = largest SEND message (8192)
 //   sq_depth, rq_depth  work requests per QP (256, 512)
 //   traffic_class, sl   GRH traffic class (DSCP << 2) and service level (0)
+//   class_bounds  "B0,B1,..." (1..7 ascending priorities): one QP per peer and
+//                priority class (class 0 below B0, class i in [B(i-1), Bi)),
+//                each with its own class_traffic_class / class_sl (lists of
+//                one value per class; default DSCP CS(n-1-i) and SL n-1-i for
+//                class i of n). Both peers must set the same (kProtocolError
+//                otherwise); cm=tcp only (docs/softroce.md 6)
 //   idle_spins, idle_spin_us, idle_block_us  after this many progress()
 //                calls that found nothing (64) and at least this long idle
 //                (1000 us), the next one sleeps on the completion channel for

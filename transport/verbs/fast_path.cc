@@ -58,7 +58,9 @@ int VerbsBackend::postSend(Conn& c, uint64_t id, const char* p, size_t len, bool
   ibv_sge sge{reinterpret_cast<uintptr_t>(p), static_cast<uint32_t>(len), c.smr->lkey};
   ibv_send_wr wr = signaledWr(id, &sge, IBV_WR_SEND, inl ? IBV_SEND_INLINE : 0);
   ibv_send_wr* bad = nullptr;
-  return ibv_post_send(c.qp, &wr, &bad);
+  int rc = ibv_post_send(c.qp, &wr, &bad);
+  if (rc == 0) ++c.posted;
+  return rc;
 }
 
 ibv_send_wr VerbsBackend::signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op,

@@ -31,8 +31,9 @@ VerbsBackend::Work VerbsBackend::makeMsg(Conn& c, const MsgHdr& mh,
 }
 
 Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const void* data,
-                          size_t len, const MemoryRegion* region, uint64_t token) {
-  Conn* c = connOf(peer);
+                          size_t len, const MemoryRegion* region, uint64_t token,
+                          uint32_t priority) {
+  Conn* c = connOf(peer, classOf(priority));
   if (c == nullptr) return peerGone(peer);
   if (header.size() > kMaxCoreHeader) {
     return {StatusCode::kInvalidArgument, "verbs: header of " + std::to_string(header.size()) +
@@ -186,6 +187,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
       wr.num_sge = 2;
       ibv_send_wr* bad = nullptr;
       rc = ibv_post_send(c.qp, &wr, &bad);
+      if (rc == 0) ++c.posted;
       if (rc == 0 && stats_.on) ++stats_.zero_copy_sends;
     } else {
       packMsg(p, w.mh, w.hdr, w.mh.hdr_len, w.data, w.len);
@@ -200,6 +202,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     wr.wr.rdma.remote_addr = w.raddr;
     wr.wr.rdma.rkey = w.rkey;
     rc = ibv_post_send(c.qp, &wr, &bad);
+    if (rc == 0) ++c.posted;
   }
   if (rc != 0) return rc;
   if (stats_.on) {

@@ -1,6 +1,7 @@
 // transport/verbs/proto.h: what the verbs backend puts on the wire (internal).
 //
-// The address blob (localAddress, exchanged by the core's bootstrap) and the
+// The address blob (localAddress, exchanged by the core's bootstrap; one
+// ClassQp after it per extra priority class, see class_bounds) and the
 // backend's message header, which precedes the core's header in every SEND:
 //
 //   SEND [MsgHdr][core header (hdr_len bytes)][payload (kEager only)]
@@ -32,11 +33,16 @@ struct AddressBlob {
   uint32_t qpn = 0;  // the QP created for this peer
   uint32_t psn = 0;  // its initial send PSN
   uint16_t lid = 0;
-  uint16_t reserved = 0;
+  uint16_t classes = 0;     // QPs per peer (class_bounds); 0 or 1: one
   uint32_t recv_bytes = 0;  // size of each receive buffer (largest SEND)
   uint8_t gid[16] = {};
 };
 static_assert(sizeof(AddressBlob) == 40, "address blob layout");
+// After the blob (cm=tcp): the QP of each class after the first, in order.
+struct ClassQp {
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+};
 
 enum class MsgKind : uint8_t { kEager = 1, kRts = 2, kCts = 3 };
 inline constexpr uint8_t kFlagDrop = 1;
