@@ -11,11 +11,11 @@
 
 namespace tictac::transport::verbs {
 
-namespace {
-
 Status verbsError(const std::string& what, int err) {
   return {StatusCode::kIoError, what + ": " + std::strerror(err)};
 }
+
+namespace {
 
 // A numeric option: BackendOptions::config[key], else TICTAC_VERBS_<KEY>.
 Status parseU32(const BackendOptions& o, const char* key, uint32_t lo, uint32_t hi, uint32_t* out) {

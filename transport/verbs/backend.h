@@ -47,7 +47,7 @@ struct Tuning {
   // Priority classes: class i takes priorities in [bound[i-1], bound[i])
   // (class 0 below bound[0]), one QP each with class_tc[i] / class_sl[i].
   std::vector<uint32_t> class_bounds;  // empty: one class
-  std::vector<uint8_t> class_tc, class_sl;
+  std::vector<uint8_t> class_tc, class_sl;  // one per class once init() ran
   // RC ACK timeout exponent (4.096 us * 2^qp_timeout before a retransmission;
   // 14 = 67 ms). rxe on lo retransmits now and then even in ib_write_bw.
   uint32_t qp_timeout = 14;
@@ -83,6 +83,8 @@ struct Tuning {
 
 // BackendOptions::config[key], else TICTAC_VERBS_<KEY>; false when neither is set.
 bool optionText(const BackendOptions& o, const char* key, std::string* out);
+// kIoError "what: strerror(err)".
+Status verbsError(const std::string& what, int err);
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
 const ibv_mr* mrOf(const MemoryRegion* region);

@@ -21,10 +21,6 @@ struct LastBlob {
 };
 thread_local LastBlob t_last;
 
-Status verbsError(const std::string& what, int err) {
-  return {StatusCode::kIoError, what + ": " + std::strerror(err)};
-}
-
 // "a,b,c" -> numbers in [lo, hi]; false on anything else.
 bool parseList(const std::string& text, uint32_t lo, uint32_t hi, std::vector<uint32_t>* out) {
   out->clear();
@@ -63,8 +59,7 @@ Status VerbsBackend::parseClasses(const BackendOptions& o) {
   std::vector<uint32_t> v;
   if (optionText(o, "class_bounds", &text)) {
     if (!parseList(text, 0, UINT32_MAX, &v) || v.size() >= kMaxClasses ||
-        !std::is_sorted(v.begin(), v.end(), std::less_equal<>()) ||
-        std::adjacent_find(v.begin(), v.end()) != v.end()) {
+        std::adjacent_find(v.begin(), v.end(), std::greater_equal<>()) != v.end()) {
       return {StatusCode::kInvalidArgument, "verbs class_bounds '" + text + "' must be 1.." +
                                                 std::to_string(kMaxClasses - 1) +
                                                 " strictly ascending priorities, comma separated"};
@@ -198,15 +193,14 @@ Status VerbsBackend::connectQp(Conn& c, const AddressBlob& rb) {
   at.max_dest_rd_atomic = 1;
   at.min_rnr_timer = 1;  // 0.01 ms
   at.ah_attr.port_num = dev_->port;
-  at.ah_attr.sl = c.cls < tune_.class_sl.size() ? tune_.class_sl[c.cls] : tune_.sl;
+  at.ah_attr.sl = tune_.class_sl[c.cls];  // parseClasses sized both lists
   at.ah_attr.dlid = rb.lid;
   if (dev_->roce || dev_->gid_index > 0) {
     at.ah_attr.is_global = 1;
     std::memcpy(at.ah_attr.grh.dgid.raw, rb.gid, 16);
     at.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_->gid_index);
     at.ah_attr.grh.hop_limit = 64;
-    at.ah_attr.grh.traffic_class =
-        c.cls < tune_.class_tc.size() ? tune_.class_tc[c.cls] : tune_.traffic_class;
+    at.ah_attr.grh.traffic_class = tune_.class_tc[c.cls];
   }
   int rc = ibv_modify_qp(c.qp, &at,
                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
