@@ -255,6 +255,33 @@ TEST(SendScheduler, CountersPerPriority) {
   EXPECT_DOUBLE_EQ(c[kMax].queue_delay_us_max, 60.0);
 }
 
+// kUntimed: an op enqueued without a clock read counts no queueing delay;
+// next(&now) with now == kUntimed leaves it unread when nothing needs it,
+// and reads it (once, for the caller's next call) for a timed op's first
+// chunk or for pacing.
+TEST(SendScheduler, UntimedOpsAndLazyClock) {
+  SendScheduler s(opts(100, 10000));
+  enqueueOk(s, 1, 0, 50, 1, SendScheduler::kUntimed);
+  Clock::time_point now = SendScheduler::kUntimed, retry{};
+  ASSERT_EQ(s.next(&now, &retry)->op_id, 1u);
+  EXPECT_EQ(now, SendScheduler::kUntimed);  // not read
+  enqueueOk(s, 2, 0, 50, 1, SendScheduler::now() - std::chrono::seconds(5));
+  ASSERT_EQ(s.next(&now, &retry)->op_id, 2u);
+  EXPECT_NE(now, SendScheduler::kUntimed);  // read for op 2's queueing delay
+  auto c = s.counters();
+  EXPECT_EQ(c[0].ops, 2u);
+  EXPECT_GE(c[0].queue_delay_us_max, 5e6);  // op 2's
+  EXPECT_DOUBLE_EQ(c[0].queue_delay_us_sum, c[0].queue_delay_us_max);  // op 1 added 0
+
+  SchedulerOptions o = opts(100, 10000);
+  o.rate_gbps = 8.0;
+  SendScheduler paced(o);
+  enqueueOk(paced, 1, 0, 50, 1, SendScheduler::kUntimed);
+  Clock::time_point pnow = SendScheduler::kUntimed;
+  ASSERT_TRUE(paced.next(&pnow, &retry).has_value());
+  EXPECT_NE(pnow, SendScheduler::kUntimed);  // pacing needs the time
+}
+
 TEST(SendScheduler, PacingHoldsChunksUntilTokensRefill) {
   SchedulerOptions o = opts(1000, 1 << 20);
   o.rate_gbps = 8.0;  // 1 byte per ns; burst = one chunk

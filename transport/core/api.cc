@@ -28,9 +28,12 @@ Status Op::wait(std::chrono::milliseconds timeout) {
                       ? Clock::time_point::max()
                       : Clock::now() + timeout;
   if (pump_) {  // set only without a progress thread (never empty)
-    unsigned idle = 0;
+    unsigned idle = 0, passes = 0;
     while (!done()) {
-      if (Clock::now() >= deadline) return {StatusCode::kTimeout, "wait: deadline passed"};
+      // The clock every 16th pass (0.8 us a read on a guest whose clocksource is the HPET).
+      if ((passes++ & 15) == 0 && Clock::now() >= deadline) {
+        return {StatusCode::kTimeout, "wait: deadline passed"};
+      }
       if ((*pump_)() == 0 && ++idle > 64) {
         std::this_thread::yield();
         idle = 0;

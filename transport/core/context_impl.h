@@ -199,7 +199,9 @@ class ContextImpl : public BackendEvents {
   bool startNow(Submission& s);
   void submit(Submission& s);  // startNow() or the queue, then wakeSleepers()
   bool cancelOp(uint32_t peer, const OpHandle& op);  // cancel() without the wake-up
-  void startSend(Submission& s);
+  // at_once: the op is handed out in this pass (an idle, unpaced scheduler),
+  // so its enqueue time is not read (SendScheduler::kUntimed).
+  void startSend(Submission& s, bool at_once = false);
   void startExpect(Submission& s);
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);

@@ -7,9 +7,9 @@ namespace tictac::transport {
 
 unsigned ContextImpl::pumpChunks() {
   unsigned n = 0;
-  auto now = SendScheduler::now();
+  auto now = SendScheduler::kUntimed;  // read by next() only if pacing or a queue delay needs it
   auto retry = SendScheduler::Clock::time_point::max();
-  while (auto c = sched_->next(now, &retry)) {
+  while (auto c = sched_->next(&now, &retry)) {
     SendOp* found = sends_.find(c->op_id);
     if (found == nullptr) {  // cannot happen: ops leave the scheduler before sends_
       sched_->ack(c->op_id, c->length);

@@ -63,7 +63,7 @@ Status SendScheduler::enqueue(const SendRequest& request, Clock::time_point now)
   return Status::ok();
 }
 
-std::optional<Chunk> SendScheduler::next(Clock::time_point now, Clock::time_point* retry_at) {
+std::optional<Chunk> SendScheduler::next(Clock::time_point* now, Clock::time_point* retry_at) {
   if (retry_at != nullptr) *retry_at = Clock::time_point::max();
   if (lanes_.empty()) return std::nullopt;
   uint32_t slot = lanes_.front();
@@ -71,13 +71,20 @@ std::optional<Chunk> SendScheduler::next(Clock::time_point now, Clock::time_poin
   size_t length = std::min(options_.chunk_bytes, op.bytes - op.sent);
   // The window: a chunk always fits when nothing is in flight.
   if (in_flight_ != 0 && in_flight_ + length > options_.window_bytes) return std::nullopt;
-  if (!bucket_.tryConsume(length, now, retry_at)) return std::nullopt;
+  auto clock = [now] {
+    if (*now == kUntimed) *now = SendScheduler::now();
+    return *now;
+  };
+  if (bucket_.enabled() && !bucket_.tryConsume(length, clock(), retry_at)) return std::nullopt;
 
   Chunk chunk{op.op_id, op.peer, op.priority, op.sent, length, op.sent + length == op.bytes};
   PriorityCounters& c = levels_[op.counter].second;
   if (!op.started) {
     op.started = true;
-    double delay_us = std::chrono::duration<double, std::micro>(now - op.enqueued_at).count();
+    double delay_us = 0;  // an untimed op was handed out at once
+    if (op.enqueued_at != kUntimed) {
+      delay_us = std::chrono::duration<double, std::micro>(clock() - op.enqueued_at).count();
+    }
     delay_us = std::max(delay_us, 0.0);
     c.queue_delay_us_sum += delay_us;
     c.queue_delay_us_max = std::max(c.queue_delay_us_max, delay_us);

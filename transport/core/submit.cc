@@ -73,7 +73,7 @@ bool ContextImpl::startNow(Submission& s) {
   if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
   if (s.is_send) {
     bool idle = posts_from_send_ && sched_->knownOps() == 0;
-    startSend(s);
+    startSend(s, idle && !sched_->paced());
     if (idle) pump();
   } else {
     startExpect(s);
@@ -99,7 +99,7 @@ void ContextImpl::drainSubmissions() {
   handleLostPeers();
 }
 
-void ContextImpl::startSend(Submission& s) {
+void ContextImpl::startSend(Submission& s, bool at_once) {
   auto fail = [&](Status st) {
     queued_sends_.fetch_sub(1);
     ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)});
@@ -128,7 +128,8 @@ void ContextImpl::startSend(Submission& s) {
     return fail(reg.status());
   }
   op.region = reg.value();
-  Status st = sched_->enqueue(SendRequest{s.id, s.prio, s.len, s.peer});
+  Status st = sched_->enqueue(SendRequest{s.id, s.prio, s.len, s.peer},
+                              at_once ? SendScheduler::kUntimed : SendScheduler::now());
   if (!st) {
     s.cb = std::move(op.cb);
     send_keys_.erase(PeerKey{s.peer, s.key.iteration, s.key.id});
