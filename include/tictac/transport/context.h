@@ -64,7 +64,8 @@ struct PriorityStats {
   uint64_t bytes_sent = 0;
   uint64_t chunks = 0;
   uint64_t ops = 0;
-  double queue_delay_us_mean = 0;  // enqueue to first chunk (0: a send posted at once from an idle scheduler)
+  // Enqueue to first chunk (0 for a send posted at once from an idle scheduler).
+  double queue_delay_us_mean = 0;
   double queue_delay_us_max = 0;
 };
 
