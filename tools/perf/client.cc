@@ -73,12 +73,14 @@ json runLat(Session& s, const Options& o, size_t size, uint64_t iters) {
   Buffer out(size, 'p'), in(size, 0);
   // As perftest's ib_send_lat: one clock read per round trip, just before
   // the ping is sent, and a round trip is the time between two such reads.
+  // The echo's expect is posted while the ping travels (ib_send_lat keeps its
+  // receives posted); an echo polled before it waits for it (and is copied).
   std::vector<Clock::time_point> sent;
   sent.reserve(iters + 1);
   for (uint64_t i = 0; i < iters; ++i) {
-    auto e = s.ch->expect({i, s.run, ""}, in.data(), size);
     sent.push_back(Clock::now());
     auto op = s.ch->send({i, s.run, ""}, out.data(), size, 0);
+    auto e = s.ch->expect({i, s.run, ""}, in.data(), size);
     if (!e || !op || !s.wait(e.value())) return {{"error", "ping-pong failed"}};
     (void)s.wait(op.value());
   }
