@@ -75,7 +75,8 @@ std::optional<Chunk> SendScheduler::next(Clock::time_point* now, Clock::time_poi
     if (*now == kUntimed) *now = SendScheduler::now();
     return *now;
   };
-  if (bucket_.enabled() && !bucket_.tryConsume(length, clock(), retry_at)) return std::nullopt;
+  // paced() first: an unpaced bucket admits everything, and the clock stays unread.
+  if (paced() && !bucket_.tryConsume(length, clock(), retry_at)) return std::nullopt;
 
   Chunk chunk{op.op_id, op.peer, op.priority, op.sent, length, op.sent + length == op.bytes};
   PriorityCounters& c = levels_[op.counter].second;
