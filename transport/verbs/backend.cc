@@ -161,7 +161,7 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_ERR;
   (void)ibv_modify_qp(c.qp, &at, IBV_QP_STATE);
-  c.rts_pending.clear();  // their transfers are in rsends_, failed below
+  c.records.clear();  // their transfers are in rsends_, failed below
   for (auto* q : {&c.backlog, &c.wbacklog}) {
     while (!q->empty()) {
       uint64_t id = q->front();

@@ -74,10 +74,11 @@ struct Tuning {
   // wait for all of them (the next chunk's handshake then idles the wire).
   uint32_t write_piece = 128 << 10;
   uint32_t write_queue = 256 << 10;
-  // The kRts of rendezvous chunks posted in one core pass share one SEND of
-  // up to rts_batch records (1: one SEND each). They leave at the backend's
-  // next progress() or arm(), before an eager message to the same peer, or
-  // when rts_batch are waiting.
+  // The handshake records of one core pass to one peer (the kRts of the
+  // rendezvous chunks posted, the kCts of the receives started) share one
+  // SEND of up to rts_batch records (1: one SEND each). They leave at the
+  // backend's next progress() or arm(), before an eager message to the same
+  // peer, or when rts_batch are waiting.
   uint32_t rts_batch = 16;
 };
 
@@ -147,7 +148,7 @@ class VerbsBackend final : public Backend {
     std::vector<uint32_t> to_repost;  // consumed receive buffers not yet reposted
     std::deque<uint64_t> backlog;     // work ids of SENDs (posted first)
     std::deque<uint64_t> wbacklog;    // work ids of WRITEs (posted within write_queue)
-    std::vector<Work> rts_pending;  // kRts deferred to share one SEND (messages.cc)
+    std::vector<Work> records;  // kRts/kCts deferred to share one SEND (messages.cc)
     size_t wbytes = 0;                // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
@@ -261,10 +262,10 @@ class VerbsBackend final : public Backend {
   size_t onMsg(Conn& c, const char* buf, size_t bytes);
   // kRts batching (messages.cc): defer one, post a Conn's, post every Conn's
   // (true when some were deferred), and the single-SEND post of a batch.
-  void deferRts(Conn& c, Work w);
-  void flushRts(Conn& c);
-  bool flushAllRts();
-  bool postRtsBatch(Conn& c, const std::vector<Work>& works);
+  void deferRecord(Conn& c, Work w);
+  void flushRecords(Conn& c);
+  bool flushAllRecords();
+  bool postRecordBatch(Conn& c, const std::vector<Work>& works);
   void failSendWork(Work& w, const Status& st);
   void finishRecv(uint32_t recv_id, const Status& st);
   void finishRndvSend(uint64_t send_id, const Status& st);
@@ -302,8 +303,8 @@ class VerbsBackend final : public Backend {
   // progress() walks the connections only when one may need it: a backlog
   // left by flush(), or a dead QP to destroy once flushed (killConn).
   bool backlogged_ = false, reap_ = false;
-  bool rts_deferred_ = false;     // some Conn has rts_pending
-  std::vector<Work> rts_scratch_;  // flushRts's batch being posted
+  bool records_deferred_ = false;      // some Conn has records
+  std::vector<Work> records_scratch_;  // flushRecords's batch being posted
   Stats stats_;  // TICTAC_VERBS_STATS=1
 };
 

@@ -1,13 +1,18 @@
 // Verbs backend: the SEND messages' records on both sides (caller's thread,
-// under the core's lock): the receiver walks the records of each SEND, the
-// sender batches the kRts of the chunks the core posts in one pass.
+// under the core's lock): the receiver walks the records of each SEND; each
+// side batches the handshakes of one core pass to a peer: the sender the kRts
+// of the chunks the core posted, the receiver the kCts of the receives the
+// core started.
 //
 // Why the batch: in the soft-RoCE guest rxe does all the work of a SEND (its
 // packet, the peer's receive, the ACK) inside the sender's ibv_post_send,
 // about 55 us each, while the sender's CPU is also the one moving the data.
 // A 64 KiB transfer paid one such handshake SEND per 1 ms of WRITE; the core
 // posts the chunks a completion pass admitted back to back (four at a time
-// in tictac-perf --test bw), so they share one SEND now.
+// in tictac-perf --test bw), so they share one SEND now. Their kCts did not:
+// one SEND each, so the last of a batch left several syscalls after its kRts
+// came, and the sender's WRITEs ran dry meanwhile (the `bubbles` of
+// TICTAC_VERBS_STATS); they share one SEND too.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -17,41 +22,41 @@
 
 namespace tictac::transport::verbs {
 
-void VerbsBackend::deferRts(Conn& c, Work w) {
-  c.rts_pending.push_back(w);
-  rts_deferred_ = true;
-  if (c.rts_pending.size() >= tune_.rts_batch) flushRts(c);
+void VerbsBackend::deferRecord(Conn& c, Work w) {
+  c.records.push_back(w);
+  records_deferred_ = true;
+  if (c.records.size() >= tune_.rts_batch) flushRecords(c);
 }
 
-bool VerbsBackend::flushAllRts() {
-  if (!rts_deferred_) return false;
-  rts_deferred_ = false;
+bool VerbsBackend::flushAllRecords() {
+  if (!records_deferred_) return false;
+  records_deferred_ = false;
   for (auto& [qpn, c] : conns_) {
-    if (!c->rts_pending.empty()) flushRts(*c);
+    if (!c->records.empty()) flushRecords(*c);
   }
   return true;
 }
 
-void VerbsBackend::flushRts(Conn& c) {
-  if (c.rts_pending.empty()) return;
-  rts_scratch_.clear();
-  rts_scratch_.swap(c.rts_pending);  // queueWork may kill the Conn (which clears rts_pending)
+void VerbsBackend::flushRecords(Conn& c) {
+  if (c.records.empty()) return;
+  records_scratch_.clear();
+  records_scratch_.swap(c.records);  // queueWork may kill the Conn (which clears records)
   if (stats_.on) ++stats_.rts_msgs;
-  if (rts_scratch_.size() == 1 || !postRtsBatch(c, rts_scratch_)) {
-    if (stats_.on) stats_.rts_msgs += rts_scratch_.size() - 1;
-    for (auto& w : rts_scratch_) {
+  if (records_scratch_.size() == 1 || !postRecordBatch(c, records_scratch_)) {
+    if (stats_.on) stats_.rts_msgs += records_scratch_.size() - 1;
+    for (auto& w : records_scratch_) {
       if (c.dead) break;  // killConn failed their transfers already
       queueWork(c, w);
     }
   }
-  rts_scratch_.clear();
-  std::swap(c.rts_pending, rts_scratch_);  // keep both capacities
+  records_scratch_.clear();
+  std::swap(c.records, records_scratch_);  // keep both capacities
 }
 
 // One SEND of every record, when it can go at once (nothing queued before it,
 // room in the send queue, and inline or a free bounce slot). False: the
 // caller queues them one by one.
-bool VerbsBackend::postRtsBatch(Conn& c, const std::vector<Work>& works) {
+bool VerbsBackend::postRecordBatch(Conn& c, const std::vector<Work>& works) {
   if (!c.backlog.empty() || c.dead || !c.connected || c.sq_used >= tune_.sq_depth) return false;
   size_t total = 0;
   for (const Work& w : works) total += recordBytes(sizeof(MsgHdr) + w.mh.hdr_len);
@@ -69,7 +74,7 @@ bool VerbsBackend::postRtsBatch(Conn& c, const std::vector<Work>& works) {
   }
   uint64_t id = allocWork();
   Work& b = works_[id];
-  b = works.front();  // its fail_send: a failed SEND kills the Conn, which fails the rest
+  b = works.front();  // its fail_send/fail_recv: a failed SEND kills the Conn, which fails the rest
   b.live = true;
   b.slot = slot;
   b.posted_ns = 0;
@@ -82,6 +87,7 @@ bool VerbsBackend::postRtsBatch(Conn& c, const std::vector<Work>& works) {
     b.posted_ns = Stats::nowNs();
     stats_.onMsgPosted(b.posted_ns);
     if (inl) ++stats_.inline_sends;
+    for (const Work& w : works) stats_.onCtsOut(w.rts_ns, b.posted_ns);
   }
   c.sq_used++;
   sq_total_++;

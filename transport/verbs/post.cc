@@ -43,7 +43,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   mh.len = len;
   if (sizeof(MsgHdr) + header.size() + len <= c->send_bytes) {
     mh.kind = static_cast<uint8_t>(MsgKind::kEager);
-    if (!c->rts_pending.empty()) flushRts(*c);  // messages to a peer keep their order
+    if (!c->records.empty()) flushRecords(*c);  // messages to a peer keep their order
     if (postInlineNow(*c, mh, header, data, token)) return Status::ok();
     Work w = makeMsg(*c, mh, header, data);
     w.token = token;
@@ -79,7 +79,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   Work w = makeMsg(*c, mh, header, nullptr);
   w.fail_send = sid;
   if (tune_.rts_batch > 1) {
-    deferRts(*c, std::move(w));
+    deferRecord(*c, std::move(w));
   } else {
     if (stats_.on) ++stats_.rts_msgs;
     queueWork(*c, std::move(w));
@@ -131,7 +131,7 @@ bool VerbsBackend::inFlight() const {
 }
 
 bool VerbsBackend::sendsInFlight() const {
-  return sq_total_ > 0 || !rsends_.empty() || rts_deferred_;
+  return sq_total_ > 0 || !rsends_.empty() || records_deferred_;
 }
 
 void VerbsBackend::flush(Conn& c) {
@@ -212,12 +212,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
       ++stats_.wq_posts;
       stats_.wq_sum += c.wbacklog.size() - 1;
     }
-    if (w.rts_ns != 0) {
-      uint64_t d = w.posted_ns - w.rts_ns;
-      ++stats_.cts_out;
-      stats_.cts_out_ns += d;
-      stats_.cts_out_max_ns = std::max(stats_.cts_out_max_ns, d);
-    }
+    stats_.onCtsOut(w.rts_ns, w.posted_ns);
     if (inline_ok) ++stats_.inline_sends;
     if (w.kind == Work::kMsg) stats_.onMsgPosted(w.posted_ns);
   }
@@ -272,7 +267,11 @@ Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegi
   Work w = makeMsg(*c, mh, {}, nullptr);
   w.fail_recv = rid;
   w.rts_ns = r->arrived_ns;
-  queueWork(*c, std::move(w));
+  if (tune_.rts_batch > 1) {  // with the pass's other handshakes to this peer (messages.cc)
+    deferRecord(*c, std::move(w));
+  } else {
+    queueWork(*c, std::move(w));
+  }
   return Status::ok();
 }
 

@@ -42,7 +42,7 @@ unsigned VerbsBackend::drainChannel() {
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
   if (stats_.on) stats_.onProgressEnter(Stats::nowNs());
-  if (rts_deferred_) flushAllRts();  // the kRts of the chunks posted since the last call, in one SEND
+  if (records_deferred_) flushAllRecords();  // the handshakes since the last call, one SEND a peer
   // Sleep or yield only when nothing is in flight: a posted work request or
   // a rendezvous (kRts awaiting its kCts, kCts awaiting the WRITE) completes
   // soon, and a caller polling for it must not pay a wake-up (nor a syscall).
@@ -201,9 +201,9 @@ int VerbsBackend::eventFd() {
 }
 
 bool VerbsBackend::arm() {
-  // Deferred kRts leave now; the notification requested below covers their
+  // Deferred kRts/kCts leave now; the notification requested below covers their
   // completions (a false return would let the core's worker sleep blind).
-  flushAllRts();
+  flushAllRecords();
   if (!sends_done_.empty() || !recvs_done_.empty() || !polled_.empty() ||
       !pending_peer_errors_.empty()) {
     return false;

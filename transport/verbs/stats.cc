@@ -48,6 +48,14 @@ void Stats::onSleep(uint64_t ns, bool timed_out) {
   if (ns > sleep_max_ns) sleep_max_ns = ns;
 }
 
+void Stats::onCtsOut(uint64_t rts_ns, uint64_t posted_ns) {
+  if (rts_ns == 0 || posted_ns < rts_ns) return;
+  uint64_t d = posted_ns - rts_ns;
+  ++cts_out;
+  cts_out_ns += d;
+  cts_out_max_ns = std::max(cts_out_max_ns, d);
+}
+
 void Stats::onCts(uint64_t rts_ns, uint64_t now) {
   if (rts_ns == 0 || now < rts_ns) return;
   ++cts;

@@ -66,6 +66,8 @@ struct Stats {
   void onSendCqe(uint64_t posted_ns, uint64_t now);
   void onSleep(uint64_t ns, bool timed_out);
   void onCts(uint64_t rts_ns, uint64_t now);
+  // A kCts posted (rts_ns: when its kRts was polled; 0: not a kCts).
+  void onCtsOut(uint64_t rts_ns, uint64_t posted_ns);
   void onWritePosted(uint64_t now);
   // A WRITE completed; `waiting`: a transfer still awaits its kCts.
   void onWriteDone(uint64_t now, bool waiting);
