@@ -168,6 +168,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   int slot = -1;
   int rc = 0;
   bool inline_ok = false;
+  uint64_t write_start_ns = 0;
   if (w.kind == Work::kMsg) {
     // An inline SEND is copied into the WQE by ibv_post_send: built on the
     // stack, it needs no bounce slot (and none is held until its completion).
@@ -198,6 +199,9 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     ibv_send_wr wr = signaledWr(
         id, &sge, w.with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, 0);
     ibv_send_wr* bad = nullptr;
+    // A bubble ends when the WRITE is handed to the device: on rxe the whole
+    // WRITE runs inside this call (a 64 KiB one took 0.9-1.6 ms in the guest).
+    write_start_ns = stats_.on ? Stats::nowNs() : 0;
     wr.imm_data = htonl(w.imm);
     wr.wr.rdma.remote_addr = w.raddr;
     wr.wr.rdma.rkey = w.rkey;
@@ -208,7 +212,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   if (stats_.on) {
     w.posted_ns = Stats::nowNs();
     if (w.kind == Work::kWrite) {
-      stats_.onWritePosted(w.posted_ns);
+      stats_.onWritePosted(write_start_ns);
       ++stats_.wq_posts;
       stats_.wq_sum += c.wbacklog.size() - 1;
     }

@@ -39,7 +39,8 @@ struct Stats {
   uint64_t zero_copy_sends = 0;  // eager SENDs of a payload from registered memory
   // Rendezvous sender: kRts queued -> its kCts arrived, and the stretches in
   // which no RDMA WRITE was in flight while a transfer waited for its kCts
-  // (the wire idles on the handshake: a pipeline bubble).
+  // (the wire idles on the handshake: a pipeline bubble), from the last
+  // WRITE's completion being polled to the next WRITE's ibv_post_send call.
   uint64_t cts = 0, cts_ns = 0, cts_max_ns = 0;
   uint64_t bubbles = 0, bubble_ns = 0;
   // Rendezvous sender: transfers awaiting their kCts when another kRts is
