@@ -86,6 +86,8 @@ struct Tuning {
 bool optionText(const BackendOptions& o, const char* key, std::string* out);
 // kIoError "what: strerror(err)".
 Status verbsError(const std::string& what, int err);
+// kPeerLost "verbs: no live connection to peer N" (post.cc).
+Status peerGone(PeerId peer);
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
 const ibv_mr* mrOf(const MemoryRegion* region);

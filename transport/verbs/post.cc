@@ -1,5 +1,5 @@
-// Verbs backend: posting messages and rendezvous writes, the per-QP backlog,
-// landing retained payloads (caller's thread, under the core's lock).
+// Verbs backend: posting messages and rendezvous writes, the per-QP backlog
+// (caller's thread, under the core's lock). The receiving side: receive.cc.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -10,12 +10,9 @@
 
 namespace tictac::transport::verbs {
 
-namespace {
-
 Status peerGone(PeerId peer) {
   return {StatusCode::kPeerLost, "verbs: no live connection to peer " + std::to_string(peer)};
 }
-}  // namespace
 
 VerbsBackend::Work VerbsBackend::makeMsg(Conn& c, const MsgHdr& mh,
                                          std::span<const std::byte> header, const void* data) {
@@ -228,73 +225,6 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   return 0;
 }
 
-Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
-                             uint64_t token) {
-  auto* r = static_cast<Retained*>(desc);
-  if (!r->rndv) {
-    if (len > 0) std::memcpy(dst, r->copy.data(), std::min(len, r->copy.size()));
-    delete r;
-    recvs_done_.emplace_back(token, Status::ok());
-    return Status::ok();
-  }
-  std::unique_ptr<Retained> owned(r);
-  Conn* c = connByQpn(r->qpn);
-  if (c == nullptr || c->dead || !c->connected) return peerGone(c ? c->peer : 0);
-  if (len != r->len) {
-    release(owned.release());
-    return {StatusCode::kInvalidArgument, "verbs: receive of " + std::to_string(len) +
-                                              " bytes for a payload of " + std::to_string(r->len)};
-  }
-  ibv_mr* own = nullptr;
-  uint32_t rkey = 0;
-  if (region != nullptr) {
-    rkey = mrOf(region)->rkey;
-  } else {
-    auto m = regTemp(dst, len);
-    if (!m) {
-      release(owned.release());
-      return m.status();
-    }
-    own = m.value();
-    rkey = own->rkey;
-  }
-  uint32_t rid = next_recv_id_++;
-  while (rid == 0 || rrecvs_.count(rid) != 0) rid = next_recv_id_++;
-  rrecvs_[rid] = RndvRecv{token, c->qpn, own};
-  MsgHdr mh;
-  mh.kind = static_cast<uint8_t>(MsgKind::kCts);
-  mh.recv_id = rid;
-  mh.len = len;
-  mh.send_id = r->send_id;
-  mh.addr = reinterpret_cast<uintptr_t>(dst);
-  mh.rkey = rkey;
-  Work w = makeMsg(*c, mh, {}, nullptr);
-  w.fail_recv = rid;
-  w.rts_ns = r->arrived_ns;
-  if (tune_.rts_batch > 1) {  // with the pass's other handshakes to this peer (messages.cc)
-    deferRecord(*c, std::move(w));
-  } else {
-    queueWork(*c, std::move(w));
-  }
-  return Status::ok();
-}
-
-void VerbsBackend::release(void* desc) {
-  auto* r = static_cast<Retained*>(desc);
-  if (r == nullptr) return;
-  if (r->rndv) {  // tell the sender its payload is not wanted (its post completes)
-    Conn* c = connByQpn(r->qpn);
-    if (c != nullptr && !c->dead && c->connected) {
-      MsgHdr mh;
-      mh.kind = static_cast<uint8_t>(MsgKind::kCts);
-      mh.flags = kFlagDrop;
-      mh.send_id = r->send_id;
-      queueWork(*c, makeMsg(*c, mh, {}, nullptr));
-    }
-  }
-  delete r;
-}
-
 void VerbsBackend::failSendWork(Work& w, const Status& st) {
   if (w.report) sends_done_.emplace_back(w.token, st);
   if (w.fail_send != 0) finishRndvSend(w.fail_send, st);
@@ -310,14 +240,6 @@ void VerbsBackend::finishRndvSend(uint64_t send_id, const Status& st) {
   if (it->second.own_mr != nullptr) ibv_dereg_mr(it->second.own_mr);
   sends_done_.emplace_back(it->second.token, st);
   rsends_.erase(it);
-}
-
-void VerbsBackend::finishRecv(uint32_t recv_id, const Status& st) {
-  auto it = rrecvs_.find(recv_id);
-  if (it == rrecvs_.end()) return;
-  if (it->second.own_mr != nullptr) ibv_dereg_mr(it->second.own_mr);
-  recvs_done_.emplace_back(it->second.token, st);
-  rrecvs_.erase(it);
 }
 
 }  // namespace tictac::transport::verbs

@@ -1,0 +1,88 @@
+// Verbs backend: landing retained payloads (caller's thread, under the core's
+// lock): an eager one is copied, a rendezvous one is answered with a kCts
+// (the sender then WRITEs WITH IMMEDIATE into dst), an unwanted one with a
+// dropping kCts; finishRecv() reports a receive once.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "transport/verbs/backend.h"
+
+namespace tictac::transport::verbs {
+
+Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
+                             uint64_t token) {
+  auto* r = static_cast<Retained*>(desc);
+  if (!r->rndv) {
+    if (len > 0) std::memcpy(dst, r->copy.data(), std::min(len, r->copy.size()));
+    delete r;
+    recvs_done_.emplace_back(token, Status::ok());
+    return Status::ok();
+  }
+  std::unique_ptr<Retained> owned(r);
+  Conn* c = connByQpn(r->qpn);
+  if (c == nullptr || c->dead || !c->connected) return peerGone(c ? c->peer : 0);
+  if (len != r->len) {
+    release(owned.release());
+    return {StatusCode::kInvalidArgument, "verbs: receive of " + std::to_string(len) +
+                                              " bytes for a payload of " + std::to_string(r->len)};
+  }
+  ibv_mr* own = nullptr;
+  uint32_t rkey = 0;
+  if (region != nullptr) {
+    rkey = mrOf(region)->rkey;
+  } else {
+    auto m = regTemp(dst, len);
+    if (!m) {
+      release(owned.release());
+      return m.status();
+    }
+    own = m.value();
+    rkey = own->rkey;
+  }
+  uint32_t rid = next_recv_id_++;
+  while (rid == 0 || rrecvs_.count(rid) != 0) rid = next_recv_id_++;
+  rrecvs_[rid] = RndvRecv{token, c->qpn, own};
+  MsgHdr mh;
+  mh.kind = static_cast<uint8_t>(MsgKind::kCts);
+  mh.recv_id = rid;
+  mh.len = len;
+  mh.send_id = r->send_id;
+  mh.addr = reinterpret_cast<uintptr_t>(dst);
+  mh.rkey = rkey;
+  Work w = makeMsg(*c, mh, {}, nullptr);
+  w.fail_recv = rid;
+  w.rts_ns = r->arrived_ns;
+  if (tune_.rts_batch > 1) {  // with the pass's other handshakes to this peer (messages.cc)
+    deferRecord(*c, std::move(w));
+  } else {
+    queueWork(*c, std::move(w));
+  }
+  return Status::ok();
+}
+
+void VerbsBackend::release(void* desc) {
+  auto* r = static_cast<Retained*>(desc);
+  if (r == nullptr) return;
+  if (r->rndv) {  // tell the sender its payload is not wanted (its post completes)
+    Conn* c = connByQpn(r->qpn);
+    if (c != nullptr && !c->dead && c->connected) {
+      MsgHdr mh;
+      mh.kind = static_cast<uint8_t>(MsgKind::kCts);
+      mh.flags = kFlagDrop;
+      mh.send_id = r->send_id;
+      queueWork(*c, makeMsg(*c, mh, {}, nullptr));
+    }
+  }
+  delete r;
+}
+
+void VerbsBackend::finishRecv(uint32_t recv_id, const Status& st) {
+  auto it = rrecvs_.find(recv_id);
+  if (it == rrecvs_.end()) return;
+  if (it->second.own_mr != nullptr) ibv_dereg_mr(it->second.own_mr);
+  recvs_done_.emplace_back(it->second.token, st);
+  rrecvs_.erase(it);
+}
+
+}  // namespace tictac::transport::verbs
