@@ -84,9 +84,8 @@ TEST(VerbsHandshakeBatch, ClearToSendOfOnePassShareOneSend) {
     b->progress();
     const uint64_t want = std::strcmp(batch, "1") == 0 ? kPayloads : 1;
     EXPECT_EQ(sendsPosted(*b) - before, want) << "kCts SENDs for " << kPayloads << " receives";
-    ASSERT_TRUE(driveUntil(*a, *b, [&] {
-      return ea.sends_ok == int{kPayloads} && eb.receives_ok == int{kPayloads};
-    }));
+    ASSERT_TRUE(driveUntil(
+        *a, *b, [&] { return ea.sends_ok == int{kPayloads} && eb.receives_ok == int{kPayloads}; }));
     EXPECT_EQ(ea.failures + eb.failures, 0);
     for (size_t i = 0; i < kPayloads; ++i) EXPECT_EQ(src[i], dst[i]) << "payload " << i;
   }
