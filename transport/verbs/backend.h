@@ -262,8 +262,9 @@ class VerbsBackend final : public Backend {
   void onRecv(Conn& c, const ibv_wc& wc);
   // One record of a received SEND; returns its bytes (0: malformed, reported).
   size_t onMsg(Conn& c, const char* buf, size_t bytes);
-  // kRts batching (messages.cc): defer one, post a Conn's, post every Conn's
-  // (true when some were deferred), and the single-SEND post of a batch.
+  // Handshake record (kRts, kCts) batching (messages.cc): defer one (posted
+  // at once when rts_batch is 1), post a Conn's, post every Conn's (true when
+  // some were deferred), and the single-SEND post of a batch.
   void deferRecord(Conn& c, Work w);
   void flushRecords(Conn& c);
   bool flushAllRecords();

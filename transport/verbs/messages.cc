@@ -9,10 +9,9 @@
 // about 55 us each, while the sender's CPU is also the one moving the data.
 // A 64 KiB transfer paid one such handshake SEND per 1 ms of WRITE; the core
 // posts the chunks a completion pass admitted back to back (four at a time
-// in tictac-perf --test bw), so they share one SEND now. Their kCts did not:
-// one SEND each, so the last of a batch left several syscalls after its kRts
-// came, and the sender's WRITEs ran dry meanwhile (the `bubbles` of
-// TICTAC_VERBS_STATS); they share one SEND too.
+// in tictac-perf --test bw), so they share one SEND now. The receiver's kCts
+// for them share one SEND too (a SEND each was 2201 instead of 545 SENDs for
+// 2000 64 KiB tensors; docs/perf.md, Soft-RoCE / Session 14).
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -23,6 +22,11 @@
 namespace tictac::transport::verbs {
 
 void VerbsBackend::deferRecord(Conn& c, Work w) {
+  if (tune_.rts_batch <= 1) {  // no batching: a SEND each, now
+    if (stats_.on && w.mh.kind == static_cast<uint8_t>(MsgKind::kRts)) ++stats_.rts_msgs;
+    queueWork(c, std::move(w));
+    return;
+  }
   c.records.push_back(w);
   records_deferred_ = true;
   if (c.records.size() >= tune_.rts_batch) flushRecords(c);
@@ -41,13 +45,20 @@ void VerbsBackend::flushRecords(Conn& c) {
   if (c.records.empty()) return;
   records_scratch_.clear();
   records_scratch_.swap(c.records);  // queueWork may kill the Conn (which clears records)
-  if (stats_.on) ++stats_.rts_msgs;
+  const auto rts =
+      !stats_.on
+          ? 0
+          : std::count_if(records_scratch_.begin(), records_scratch_.end(), [](const Work& w) {
+              return w.mh.kind == static_cast<uint8_t>(MsgKind::kRts);
+            });
   if (records_scratch_.size() == 1 || !postRecordBatch(c, records_scratch_)) {
-    if (stats_.on) stats_.rts_msgs += records_scratch_.size() - 1;
+    if (stats_.on) stats_.rts_msgs += static_cast<uint64_t>(rts);  // a SEND each
     for (auto& w : records_scratch_) {
       if (c.dead) break;  // killConn failed their transfers already
       queueWork(c, w);
     }
+  } else if (stats_.on && rts > 0) {
+    ++stats_.rts_msgs;  // one SEND for all
   }
   records_scratch_.clear();
   std::swap(c.records, records_scratch_);  // keep both capacities

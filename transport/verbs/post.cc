@@ -75,12 +75,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   mh.send_id = sid;
   Work w = makeMsg(*c, mh, header, nullptr);
   w.fail_send = sid;
-  if (tune_.rts_batch > 1) {
-    deferRecord(*c, std::move(w));
-  } else {
-    if (stats_.on) ++stats_.rts_msgs;
-    queueWork(*c, std::move(w));
-  }
+  deferRecord(*c, std::move(w));
   return Status::ok();
 }
 

@@ -53,11 +53,7 @@ Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegi
   Work w = makeMsg(*c, mh, {}, nullptr);
   w.fail_recv = rid;
   w.rts_ns = r->arrived_ns;
-  if (tune_.rts_batch > 1) {  // with the pass's other handshakes to this peer (messages.cc)
-    deferRecord(*c, std::move(w));
-  } else {
-    queueWork(*c, std::move(w));
-  }
+  deferRecord(*c, std::move(w));  // with the pass's other handshakes to this peer
   return Status::ok();
 }
 
