@@ -90,6 +90,7 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
     if (c.ucx_tls != nullptr) opts.backend_config["TLS"] = c.ucx_tls;
     if (c.ucx_net_devices != nullptr) opts.backend_config["NET_DEVICES"] = c.ucx_net_devices;
     opts.progress_thread = c.progress_thread != 0;
+    if (c.progress_cpus != nullptr) opts.progress_cpus = c.progress_cpus;
     opts.job_token = c.job_token;
     opts.chunk_bytes = c.chunk_bytes;
     opts.window_bytes = c.window_bytes;

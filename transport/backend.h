@@ -126,6 +126,13 @@ class Backend {
   // progress(). A pure function, any thread.
   virtual bool postsFromSend() const { return false; }
 
+  // The CPUs close to the backend's device (its NUMA node's), ascending;
+  // empty when unknown (a software device, no hwloc) or not applicable. The
+  // core binds its progress thread there (ContextOptions::progress_cpus
+  // "auto"). Called at most once, before any progress(); may take tens of
+  // milliseconds (hwloc reads the machine's topology).
+  virtual std::vector<int> localCpus() { return {}; }
+
   // Makes progress and delivers events; returns how many were handled.
   virtual unsigned progress() = 0;
   // An fd that becomes readable when arm() returned true and events arrive;

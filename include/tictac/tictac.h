@@ -66,6 +66,11 @@ typedef struct tictac_options {
   const char* hints_tsv;
   const char* graph;
   const char* analyzer;
+  /* Where the progress thread runs: "auto" (NULL: the CPUs local to the
+   * device, from hwloc; unbound when unknown), "none", or a CPU list such as
+   * "0-3,8". TICTAC_PROGRESS_CPUS overrides it. A caller built against an
+   * older header (struct_size ending before this field) gets "auto". */
+  const char* progress_cpus;
 } tictac_options_t;
 
 typedef void (*tictac_callback_t)(void* arg, int status);

@@ -199,13 +199,13 @@ class Context(_Handle):
 
     def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
                  job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
-                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None):
+                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None, progress_cpus=None):
         o = _capi.Options()
         o.struct_size = ctypes.sizeof(o)
         self._strings = [_enc(x) for x in (backend, ucx_tls, ucx_net_devices, hints_tsv, graph,
-                                           analyzer)]
+                                           analyzer, progress_cpus)]
         (o.backend, o.ucx_tls, o.ucx_net_devices, o.hints_tsv, o.graph,
-         o.analyzer) = self._strings
+         o.analyzer, o.progress_cpus) = self._strings
         o.progress_thread = 1 if progress_thread else 0
         o.job_token, o.chunk_bytes, o.window_bytes = job_token, chunk_bytes, window_bytes
         o.rate_gbps, o.max_queued, o.peer_timeout_ms = rate_gbps, max_queued, peer_timeout_ms

@@ -33,6 +33,7 @@ class Options(ctypes.Structure):
         ("hints_tsv", ctypes.c_char_p),
         ("graph", ctypes.c_char_p),
         ("analyzer", ctypes.c_char_p),
+        ("progress_cpus", ctypes.c_char_p),
     ]
 
 

@@ -9,7 +9,8 @@
  * Caller-driven progress without a progress thread: a tensor completes under a
  * loop of tictac_progress_wait() on both contexts; an idle context sleeps
  * (tictac_arm() then 1, tictac_event_fd() a valid fd); a progress thread
- * makes tictac_arm() 0.
+ * makes tictac_arm() 0. progress_cpus: a malformed CPU list fails creation
+ * with TICTAC_INVALID_ARGUMENT naming it; an older struct_size ignores it.
  * Exit 0 = pass. */
 #include <pthread.h>
 #include <stddef.h>
@@ -189,7 +190,17 @@ int main(int argc, char** argv) {
   h.progress_thread = 0;
   h.struct_size = offsetof(tictac_options_t, hints_tsv); /* an older caller */
   h.graph = "/never/read.json";                          /* beyond its struct_size */
+  h.progress_cpus = "not-a-cpu-list";
   CHECK(tictac_context_create(&h, &c) == TICTAC_OK, "older options layout");
+  tictac_context_destroy(c);
+  h = opts; /* progress_cpus: a bad list fails creation and names the value */
+  h.progress_thread = 1;
+  h.progress_cpus = "2-1";
+  c = NULL;
+  CHECK(tictac_context_create(&h, &c) == TICTAC_INVALID_ARGUMENT && c == NULL, "bad progress_cpus");
+  CHECK(strstr(tictac_last_error(), "progress_cpus \"2-1\"") != NULL, "error names progress_cpus");
+  h.progress_cpus = "none";
+  CHECK(tictac_context_create(&h, &c) == TICTAC_OK, "progress_cpus none");
   tictac_context_destroy(c);
   printf("c_api_test: ok\n");
   return 0;

@@ -117,6 +117,20 @@ class Base:
                 op.wait(30)
             self.assertEqual(cm.exception.name, "size_mismatch")
 
+    def test_progress_cpus(self):
+        cpu = max(os.sched_getaffinity(0))
+        ab, ba = self.pair(a={"progress_cpus": str(cpu)})
+        src, dst = pattern(100000, 3), bytearray(100000)
+        e = ba.expect(12, dst)
+        ab.send(12, src).wait(30)
+        e.wait(30)
+        self.assertEqual(dst, src)
+        with self.assertRaises(tictac.Error) as cm:
+            tictac.Context(ucx_tls=self.TLS, ucx_net_devices=self.DEVICES, progress_thread=True,
+                           progress_cpus="2-1")
+        self.assertEqual(cm.exception.name, "invalid_argument")
+        self.assertIn('progress_cpus "2-1"', str(cm.exception))
+
     def test_cancel_unmatched_expect(self):
         ab, ba = self.pair()
         e = ba.expect(11, bytearray(100))

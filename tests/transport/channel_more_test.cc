@@ -1,15 +1,20 @@
 // More channel tests in one process: registration cache and remapped memory,
-// several sending threads, the progress thread, waitable handles, hints.
+// several sending threads, the progress thread and its CPUs, waitable
+// handles, hints.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 #include <vector>
 
 #include "tests/transport/backend_helper.h"
+#include "transport/core/cpu_set.h"
 
 namespace tictac::transport::test {
 namespace {
@@ -93,6 +98,64 @@ TEST_P(ChannelMoreTest, SeveralThreadsSendWithProgressThread) {
   for (int i = 0; i < kThreads * kPer; ++i) {
     ASSERT_TRUE(expects[i]->wait(30s).isOk()) << i;
     EXPECT_EQ(checksum(src[i].data(), len), checksum(dst[i].data(), len)) << i;
+  }
+}
+
+// Threads of this process whose CPU affinity is exactly `cpus` (/proc).
+int threadsBoundTo(const std::string& cpus) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line == "Cpus_allowed_list:\t" + cpus) ++n;
+    }
+  }
+  return n;
+}
+
+// progress_cpus: a CPU list binds the progress thread there (the kernel's
+// view of the thread agrees) and tensors still flow; "none" and "auto" on a
+// device hwloc cannot place (rxe, UCX) leave it unbound; a bad value fails
+// create() naming it.
+TEST_P(ChannelMoreTest, ProgressThreadRunsOnProgressCpus) {
+  const std::vector<int> allowed = allowedCpus();
+  ASSERT_FALSE(allowed.empty());
+  const std::string cpu = std::to_string(allowed.back());
+  const int before = threadsBoundTo(cpu);
+  {
+    Pair p = makePair(GetParam(), true, [&](ContextOptions& o) { o.progress_cpus = cpu; });
+    EXPECT_EQ(p.a->progressCpus(), std::vector<int>{allowed.back()});
+    EXPECT_EQ(p.b->progressCpus(), std::vector<int>{allowed.back()});
+    if (allowed.size() > 1) {
+      EXPECT_EQ(threadsBoundTo(cpu), before + 2);  // a's and b's
+    }
+    std::vector<char> src(300000), dst(src.size());
+    fillPattern(src.data(), src.size(), 5);
+    ASSERT_TRUE(sendAndWait(p, {1, 1, ""}, src.data(), dst.data(), src.size()));
+    EXPECT_EQ(checksum(src.data(), src.size()), checksum(dst.data(), dst.size()));
+  }
+  for (const char* spec : {"none", "auto"}) {
+    ContextOptions o = backendHelper(GetParam()).options();
+    o.progress_thread = true;
+    o.progress_cpus = spec;
+    auto c = Context::create(o);
+    ASSERT_TRUE(c) << spec << ": " << c.status().toString();
+    for (int x : c.value()->progressCpus()) {  // auto: the device's CPUs, if hwloc knows them
+      EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), x) != allowed.end()) << spec << x;
+    }
+    if (std::string(spec) == "none") {
+      EXPECT_TRUE(c.value()->progressCpus().empty());
+    }
+  }
+  for (const char* spec : {"3-1", "fast", "4095"}) {
+    ContextOptions o = backendHelper(GetParam()).options();
+    o.progress_thread = true;
+    o.progress_cpus = spec;
+    auto c = Context::create(o);
+    ASSERT_FALSE(c) << spec;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << spec;
+    EXPECT_NE(c.status().message().find("progress_cpus"), std::string::npos)
+        << c.status().message();
   }
 }
 

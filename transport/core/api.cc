@@ -106,6 +106,7 @@ Status Context::registerMemory(const void* addr, size_t len) {
 }
 void Context::releaseMemory(const void* addr, size_t len) { impl_->releaseMemory(addr, len); }
 RegistrationStats Context::registrationStats() const { return impl_->registrationStats(); }
+std::vector<int> Context::progressCpus() const { return impl_->progressCpus(); }
 std::vector<PriorityStats> Context::priorityStats() const { return impl_->priorityStats(); }
 unsigned Context::progress() { return impl_->progress(); }
 unsigned Context::progress(std::chrono::microseconds max_wait) {

@@ -3,9 +3,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "transport/core/bootstrap.h"
+#include "transport/core/cpu_set.h"
 
 namespace tictac::transport {
 
@@ -67,7 +69,18 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
                                                 raw->wakeSleepers();
                                               });
   if (options.progress_thread) {
+    const char* env = std::getenv("TICTAC_PROGRESS_CPUS");
+    auto cpus = resolveProgressCpus(env != nullptr ? env : options.progress_cpus,
+                                    [&c] { return c->backend_->localCpus(); }, allowedCpus());
+    if (!cpus) return cpus.status();
+    c->progress_cpus_ = std::move(cpus.value());
     c->progress_thread_ = std::thread([raw = c.get()] { raw->progressLoop(); });
+    if (!c->progress_cpus_.empty()) {
+      // From here, before create() returns: a failure is the caller's error.
+      if (Status s = bindThread(c->progress_thread_.native_handle(), c->progress_cpus_); !s) {
+        return s;  // ~ContextImpl stops and joins the thread
+      }
+    }
   }
   return c;
 }

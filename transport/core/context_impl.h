@@ -103,6 +103,7 @@ class ContextImpl : public BackendEvents {
   std::vector<PriorityStats> priorityStats();
   const ContextOptions& options() const { return opts_; }
   std::string backendName() const { return backend_->name(); }
+  const std::vector<int>& progressCpus() const { return progress_cpus_; }
 
   // BackendEvents (inside backend_->progress(), core_mu_ held).
   void onMessage(PeerId from, std::span<const std::byte> header, Incoming& in) override;
@@ -319,6 +320,7 @@ class ContextImpl : public BackendEvents {
   std::atomic<bool> stop_{false};
   bool delete_after_pass_ = false;  // destroy() ran inside this thread's callback pass
   std::thread progress_thread_;
+  std::vector<int> progress_cpus_;  // its binding (cpu_set.h); empty: unbound
 };
 
 }  // namespace tictac::transport

@@ -189,17 +189,4 @@ int progressCpu(const Placement& p, const std::vector<int>& allCpus) {
   return allCpus.empty() ? -1 : allCpus.back();
 }
 
-std::string formatCpuList(const std::vector<int>& cpus) {
-  std::string s;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!s.empty()) s += ',';
-    s += std::to_string(cpus[i]);
-    if (j > i) s += '-' + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return s;
-}
-
 }  // namespace tictac::transport::topo

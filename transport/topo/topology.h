@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "transport/core/cpu_set.h"
+
 namespace tictac::transport::topo {
 
 // A PCI device or OS device near an RDMA device (or anywhere, for gpus()).
@@ -74,7 +76,7 @@ Placement placeDevice(std::string_view ibvDevice);
 // placement is unknown; -1 when allCpus is empty.
 int progressCpu(const Placement& p, const std::vector<int>& allCpus);
 
-// "0-3,8,10-11" for {0,1,2,3,8,10,11}; "" for none.
-std::string formatCpuList(const std::vector<int>& cpus);
+// "0-3,8,10-11" for {0,1,2,3,8,10,11} (transport/core/cpu_set.h).
+using transport::formatCpuList;
 
 }  // namespace tictac::transport::topo

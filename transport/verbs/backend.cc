@@ -7,7 +7,11 @@
 #include <random>
 #include <utility>
 
+#include "transport/verbs/config.h"
 #include "transport/verbs/factory.h"
+#if TICTAC_VERBS_HWLOC
+#include "transport/topo/topology.h"
+#endif
 
 namespace tictac::transport::verbs {
 
@@ -208,6 +212,14 @@ VerbsBackend::Conn* VerbsBackend::connOf(PeerId peer, size_t cls) {
   if (it == peers_.end() || it->second.empty()) return nullptr;
   Conn* c = connByQpn(it->second[cls < it->second.size() ? cls : 0]);
   return c != nullptr && !c->dead ? c : nullptr;
+}
+
+std::vector<int> VerbsBackend::localCpus() {
+#if TICTAC_VERBS_HWLOC
+  return topo::placeDevice(dev_->name).cpus;  // empty when hwloc cannot place it
+#else
+  return {};
+#endif
 }
 
 }  // namespace tictac::transport::verbs

@@ -117,6 +117,9 @@ class VerbsBackend final : public Backend {
   void release(void* desc) override;
   // A ping-pong's reply leaves from send() (its QP is connected by then).
   bool postsFromSend() const override { return true; }
+  // The device's NUMA-local CPUs from hwloc (transport/topo); empty for rxe
+  // and siw (no PCI device) and in builds without hwloc.
+  std::vector<int> localCpus() override;
   unsigned progress() override;
   int eventFd() override;
   bool arm() override;

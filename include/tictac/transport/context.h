@@ -35,6 +35,11 @@ struct ContextOptions {
   std::string device;                                // backend device; empty = backend's choice
   std::map<std::string, std::string> backend_config;  // e.g. UCX: {"TLS", "tcp"}
   bool progress_thread = false;                      // run progress on an internal thread
+  // Where that thread runs: "auto" = the CPUs local to the device (the NIC's
+  // NUMA node, from hwloc; unbound when unknown, e.g. rxe or UCX), "none", or
+  // a CPU list such as "0-3,8". TICTAC_PROGRESS_CPUS overrides it. A bad list
+  // or a CPU outside the process's set fails create() (kInvalidArgument).
+  std::string progress_cpus = "auto";
   uint64_t job_token = 0;                            // peers with another token are refused
   std::chrono::milliseconds heartbeat_interval{500};  // bootstrap heartbeat period
   std::chrono::milliseconds peer_timeout{3000};       // silence that declares a peer lost
@@ -136,6 +141,9 @@ class Context {
 
   const ContextOptions& options() const;
   std::string backendName() const;
+  // The CPUs the progress thread is bound to; empty when there is none or it
+  // is unbound (see ContextOptions::progress_cpus).
+  std::vector<int> progressCpus() const;
   ContextImpl& impl() { return *impl_; }
 
   explicit Context(std::shared_ptr<ContextImpl> impl);
