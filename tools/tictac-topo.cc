@@ -43,16 +43,22 @@ std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
 json numaJson(int node) { return node < 0 ? json("unknown") : json(node); }
 std::string numaText(int node) { return node < 0 ? "unknown" : std::to_string(node); }
 
+// The library binds its progress thread to the local CPUs by itself
+// (progress_cpus "auto"); TICTAC_PROGRESS_CPUS=N narrows it to one CPU.
 std::string bindHint(const topo::Placement& p, int cpu) {
+  const std::string one = "TICTAC_PROGRESS_CPUS=" + std::to_string(cpu);
   if (p.numaNode >= 0) {
-    return "progress thread on CPU " + std::to_string(cpu) + ", tensor memory on NUMA node " +
-           std::to_string(p.numaNode) + ": hwloc-bind --cpubind node:" + std::to_string(p.numaNode) +
+    return "progress thread on CPU " + std::to_string(cpu) + " (" + one +
+           "), tensor memory on NUMA node " + std::to_string(p.numaNode) +
+           ": hwloc-bind --cpubind node:" + std::to_string(p.numaNode) +
            " --membind node:" + std::to_string(p.numaNode) + " -- CMD";
   }
-  if (!p.cpus.empty()) return "progress thread on CPU " + std::to_string(cpu) + " (local CPUs " +
-                              topo::formatCpuList(p.cpus) + ")";
-  return "no device locality: keep the progress thread off the compute cores, e.g. on CPU " +
-         std::to_string(cpu);
+  if (!p.cpus.empty()) {
+    return "progress thread on CPU " + std::to_string(cpu) + " (" + one + "; local CPUs " +
+           topo::formatCpuList(p.cpus) + ")";
+  }
+  return "no device locality (the library leaves its progress thread unbound): keep it off the "
+         "compute cores, e.g. " + one;
 }
 
 }  // namespace

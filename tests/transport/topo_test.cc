@@ -1,6 +1,7 @@
 // hwloc placement of RDMA devices (transport/topo). Built twice: topo_test
 // (suite 'unit', the host: no RDMA device) and topo_guest_test (suite 'verbs',
-// inside tools/softroce-vm where rxelo and rxed0 exist and cannot be placed).
+// inside tools/softroce-vm where rxelo and rxed0 exist and cannot be placed),
+// with tictac-topo --json run end to end on each.
 #include "transport/topo/topology.h"
 
 #include <infiniband/verbs.h>
@@ -8,8 +9,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/sched/tool_test_util.h"
 
 namespace topo = tictac::transport::topo;
 
@@ -108,6 +113,43 @@ TEST(Topology, PlacesEveryRdmaDevice) {
   }
   if (guest) {
     EXPECT_NE(std::find(devices.begin(), devices.end(), "rxelo"), devices.end());
+  }
+}
+
+// tictac-topo --json end to end: the host record always; with no device,
+// exit 1 and a hint on stderr; with devices, one record each whose
+// recommendation names the TICTAC_PROGRESS_CPUS value (software devices:
+// numa_node "unknown"). The verbs backend's own answer agrees: "auto" leaves
+// the progress thread unbound on a device hwloc cannot place.
+TEST(TopoTool, JsonRecordsForThisMachine) {
+  tictac::sched::testing::ScratchDir dir("topo-tool");
+  const auto r = dir.run(std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-topo", "--json");
+  const auto devices = rdmaDevices();
+  EXPECT_EQ(r.code, devices.empty() ? 1 : 0) << r.err;
+  std::istringstream lines(r.out);
+  int hosts = 0;
+  std::vector<std::string> seen;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);  // every line is one JSON object
+    if (j.at("kind") == "host") {
+      ++hosts;
+      EXPECT_EQ(j.at("rdma_devices").get<size_t>(), devices.size());
+    } else if (j.at("kind") == "device") {
+      const std::string d = j.at("device");
+      seen.push_back(d);
+      const std::string hint = j.at("recommended");
+      EXPECT_NE(hint.find("TICTAC_PROGRESS_CPUS=" + std::to_string(j.at("progress_cpu").get<int>())),
+                std::string::npos)
+          << hint;
+      if (d.rfind("rxe", 0) == 0) {
+        EXPECT_EQ(j.at("numa_node"), "unknown") << d;
+      }
+    }
+  }
+  EXPECT_EQ(hosts, 1);
+  EXPECT_EQ(seen, devices);
+  if (devices.empty()) {
+    EXPECT_NE(r.err.find("no RDMA device"), std::string::npos) << r.err;
   }
 }
 
