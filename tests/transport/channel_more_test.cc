@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +147,22 @@ TEST_P(ChannelMoreTest, ProgressThreadRunsOnProgressCpus) {
     if (std::string(spec) == "none") {
       EXPECT_TRUE(c.value()->progressCpus().empty());
     }
+  }
+  {  // the environment overrides the option, and an error says where the value came from
+    ContextOptions o = backendHelper(GetParam()).options();
+    o.progress_thread = true;
+    o.progress_cpus = cpu;
+    ::setenv("TICTAC_PROGRESS_CPUS", "none", 1);
+    auto none = Context::create(o);
+    ::setenv("TICTAC_PROGRESS_CPUS", "x", 1);
+    auto bad = Context::create(o);
+    ::unsetenv("TICTAC_PROGRESS_CPUS");
+    ASSERT_TRUE(none) << none.status().toString();
+    EXPECT_TRUE(none.value()->progressCpus().empty());
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.status().message().find("TICTAC_PROGRESS_CPUS: progress_cpus \"x\""),
+              std::string::npos)
+        << bad.status().message();
   }
   for (const char* spec : {"3-1", "fast", "4095"}) {
     ContextOptions o = backendHelper(GetParam()).options();
