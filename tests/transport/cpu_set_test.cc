@@ -17,8 +17,8 @@ TEST(CpuSetTest, ParsesAndPrintsCpuLists) {
   EXPECT_EQ(parseCpuList("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
   EXPECT_EQ(parseCpuList("5,1-2,2"), (std::vector<int>{1, 2, 5}));  // sorted, no repeats
   EXPECT_EQ(parseCpuList("4095"), (std::vector<int>{4095}));
-  for (const char* bad : {"", ",", "1,", ",1", "1-", "-1", "3-1", "a", "1 ", " 1", "1-2-3",
-                          "4096", "99999999999", "0x1", "+1"}) {
+  for (const char* bad : {"", ",", "1,", ",1", "1-", "-1", "3-1", "a", "1 ", " 1", "1-2-3", "4096",
+                          "99999999999", "0x1", "+1"}) {
     EXPECT_FALSE(parseCpuList(bad).has_value()) << '"' << bad << '"';
   }
   EXPECT_EQ(formatCpuList({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
@@ -42,7 +42,8 @@ TEST(CpuSetTest, ResolvesAutoNoneAndLists) {
   EXPECT_EQ(resolveProgressCpus("1-2", local, allowed).value(), (std::vector<int>{1, 2}));
   EXPECT_EQ(local_calls, 2);  // only "auto" asks the backend
   // Unknown placement (rxe, UCX): auto leaves the thread unbound.
-  EXPECT_TRUE(resolveProgressCpus("auto", [] { return std::vector<int>{}; }, allowed)
+  EXPECT_TRUE(resolveProgressCpus(
+                  "auto", [] { return std::vector<int>{}; }, allowed)
                   .value()
                   .empty());
   auto outside = resolveProgressCpus("2,9", local, allowed);

@@ -88,9 +88,9 @@ Result<std::vector<int>> resolveProgressCpus(std::string_view spec,
   }
   for (int c : *cpus) {
     if (!isAllowed(c)) {
-      return Status(StatusCode::kInvalidArgument,
-                    what + ": CPU " + std::to_string(c) + " is not in this process's CPU set " +
-                        formatCpuList(allowed));
+      return Status(StatusCode::kInvalidArgument, what + ": CPU " + std::to_string(c) +
+                                                      " is not in this process's CPU set " +
+                                                      formatCpuList(allowed));
     }
   }
   return std::move(*cpus);
@@ -104,9 +104,9 @@ Status bindThread(pthread_t thread, const std::vector<int>& cpus) {
   }
   const int rc = pthread_setaffinity_np(thread, sizeof(set), &set);
   if (rc == 0) return Status::ok();
-  return Status(rc == EINVAL ? StatusCode::kInvalidArgument : StatusCode::kIoError,
-                "binding the progress thread to CPUs " + formatCpuList(cpus) + ": " +
-                    std::strerror(rc));
+  return Status(
+      rc == EINVAL ? StatusCode::kInvalidArgument : StatusCode::kIoError,
+      "binding the progress thread to CPUs " + formatCpuList(cpus) + ": " + std::strerror(rc));
 }
 
 }  // namespace tictac::transport
