@@ -72,10 +72,10 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
     const char* env = std::getenv("TICTAC_PROGRESS_CPUS");
     auto cpus = resolveProgressCpus(env != nullptr ? env : options.progress_cpus,
                                     [&c] { return c->backend_->localCpus(); }, allowedCpus());
-    if (!cpus && env != nullptr) {
-      return Status(cpus.status().code(), "TICTAC_PROGRESS_CPUS: " + cpus.status().message());
+    if (!cpus) {  // say where a bad value came from
+      const Status& s = cpus.status();
+      return env == nullptr ? s : Status(s.code(), "TICTAC_PROGRESS_CPUS: " + s.message());
     }
-    if (!cpus) return cpus.status();
     c->progress_cpus_ = std::move(cpus.value());
     c->progress_thread_ = std::thread([raw = c.get()] { raw->progressLoop(); });
     if (!c->progress_cpus_.empty()) {
