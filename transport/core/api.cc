@@ -17,10 +17,12 @@ Status Op::status() const {
 }
 
 void Op::finish(const Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
-  status_ = status;
-  done_.store(true, std::memory_order_release);
-  if (cv_) cv_->notify_all();
+  if (!status.isOk()) status_ = status;  // status_ starts as ok
+  done_.store(true);
+  if (waiting_.load()) {  // a blocking wait(): notify under mu_ so it cannot miss it
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_->notify_all();
+  }
 }
 
 Status Op::wait(std::chrono::milliseconds timeout) {
@@ -43,7 +45,8 @@ Status Op::wait(std::chrono::milliseconds timeout) {
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_) cv_ = std::make_unique<std::condition_variable>();
-  if (!cv_->wait_until(lock, deadline, [&] { return done(); })) {
+  waiting_.store(true);
+  if (!cv_->wait_until(lock, deadline, [&] { return done_.load(); })) {  // seq_cst: see waiting_
     return {StatusCode::kTimeout, "wait: deadline passed"};
   }
   return status_;

@@ -200,8 +200,9 @@ class ContextImpl : public BackendEvents {
   bool startNow(Submission& s);
   void submit(Submission& s);  // startNow() or the queue, then wakeSleepers()
   bool cancelOp(uint32_t peer, const OpHandle& op);  // cancel() without the wake-up
-  // at_once: the op is handed out in this pass (an idle, unpaced scheduler),
-  // so its enqueue time is not read (SendScheduler::kUntimed).
+  // at_once: the op is handed out in this pass (an idle, unpaced scheduler:
+  // posted here when it fits one chunk, SendScheduler::sendWhole), so its
+  // enqueue time is not read (SendScheduler::kUntimed).
   void startSend(Submission& s, bool at_once = false);
   void startExpect(Submission& s);
   void handleLostPeers();
@@ -215,6 +216,10 @@ class ContextImpl : public BackendEvents {
     return 0;
   }
   unsigned pumpChunks();  // send_path.cc
+  // Builds chunk c's header and posts it (pumpChunks, and startSend's whole
+  // sends). False when the post failed: the op is failed then (and may be
+  // gone from sends_).
+  bool postChunk(SendOp& op, const Chunk& c);
   unsigned startLandings();
   unsigned flushControl();
   // Before a bootstrap link closes (close(), context destruction): posts the

@@ -161,7 +161,7 @@ void ContextImpl::tryFinishExpect(uint64_t id) {
   if (!done && !r.failed) return;
   if (!r.failed) expect_index_.erase(r.key);
   Status st = r.failed ? *r.failed : Status::ok();
-  ready_.push_back(Ready{std::move(r.handle), std::move(r.cb), std::move(st)});
+  ready_.emplace_back(std::move(r.handle), std::move(r.cb), std::move(st));
   recvs_.erase(id);
 }
 

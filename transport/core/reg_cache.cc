@@ -46,6 +46,7 @@ void RegCache::invalidate(uintptr_t begin, uintptr_t end) {
     uintptr_t eb = it->first;
     uintptr_t ee = eb + it->second->length();
     if (ee > begin) {
+      memo_ = {};
       dead.push_back(std::move(it->second));
       it = entries_.erase(it);
       ++invalidations_;
@@ -60,12 +61,19 @@ Result<const MemoryRegion*> RegCache::lookup(const void* addr, size_t len) {
   applyPending();
   if (len == 0) return static_cast<const MemoryRegion*>(nullptr);
   auto b = reinterpret_cast<uintptr_t>(addr);
+  for (const Memo& m : memo_) {
+    if (m.region != nullptr && b >= m.begin && b + len <= m.end) {
+      ++hits_;
+      return m.region;
+    }
+  }
   auto it = entries_.upper_bound(b);
   while (it != entries_.begin()) {
     --it;
     const MemoryRegion* r = it->second.get();
     if (it->first + r->length() >= b + len) {
       ++hits_;
+      remember(it->first, r);
       return r;
     }
     if (it->first + r->length() <= b && b - it->first > (64u << 20)) break;  // far below
@@ -76,10 +84,19 @@ Result<const MemoryRegion*> RegCache::lookup(const void* addr, size_t len) {
   // Same base, larger range (a grown buffer): the old region may still be in
   // use by an operation in flight, so it is retired, not destroyed.
   auto& slot = entries_[b];
-  if (slot) retired_.push_back(std::move(slot));
+  if (slot) {
+    memo_ = {};
+    retired_.push_back(std::move(slot));
+  }
   const MemoryRegion* r = reg.value().get();
   slot = std::move(reg.value());
+  remember(b, r);
   return r;
+}
+
+void RegCache::remember(uintptr_t begin, const MemoryRegion* r) {
+  memo_[memo_next_] = Memo{begin, begin + r->length(), r};
+  memo_next_ ^= 1;
 }
 
 void RegCache::release(const void* addr, size_t len) {
@@ -90,6 +107,7 @@ void RegCache::release(const void* addr, size_t len) {
 
 void RegCache::clear() {
   applyPending();
+  memo_ = {};
   entries_.clear();
   retired_.clear();
 }

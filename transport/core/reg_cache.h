@@ -58,6 +58,17 @@ class RegCache {
   }
   void applyPendingSlow();
   void invalidate(uintptr_t begin, uintptr_t end);
+  void remember(uintptr_t begin, const MemoryRegion* r);
+
+  // The last two regions looked up (a ping-pong alternates its send and
+  // receive buffers): a repeated lookup skips the map. Emptied whenever an
+  // entry leaves entries_ (invalidate, clear), so they never name a dead region.
+  struct Memo {
+    uintptr_t begin = 0, end = 0;
+    const MemoryRegion* region = nullptr;
+  };
+  std::array<Memo, 2> memo_{};
+  unsigned memo_next_ = 0;
 
   Backend* backend_;
   std::map<uintptr_t, std::unique_ptr<MemoryRegion>> entries_;  // by base address

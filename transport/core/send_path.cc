@@ -15,41 +15,7 @@ unsigned ContextImpl::pumpChunks() {
       sched_->ack(c->op_id, c->length);
       continue;
     }
-    SendOp& op = *found;
-    const Peer* peer = findPeer(op.peer);  // ops of a lost peer left the scheduler
-    Post post;
-    post.op = c->op_id;
-    post.peer = op.peer;
-    post.h.type = static_cast<uint8_t>(wire::MsgType::kData);
-    post.h.flags = c->last ? wire::kFlagLast : 0;
-    if (c->length > 0 && backend_->confirmsDelivery(c->length, op.region)) {
-      post.h.flags |= wire::kFlagNoAck;
-    }
-    post.h.src_peer = peer->my_id_there;
-    post.h.iteration = op.iteration;
-    post.h.tensor_id = op.tensor;
-    post.h.op_id = c->op_id;
-    post.h.total_len = op.len;
-    post.h.offset = c->offset;
-    post.h.length = static_cast<uint32_t>(c->length);
-    uint64_t token = next_token_++;
-    Post& pt = posts_.insert(token, std::move(post));
-    Status st = backend_->post(op.peer, wire::asBytes(pt.h), op.buf + c->offset, c->length,
-                               op.region, token, op.priority);
-    op.handed = c->offset + c->length;
-    if (c->last) {
-      op.all_handed = true;
-      op.in_sched = false;
-      queued_sends_.fetch_sub(1);
-    }
-    if (!st) {
-      posts_.erase(token);
-      sched_->ack(c->op_id, c->length);
-      failSend(c->op_id, lostOr(op.peer, st), true);
-      continue;
-    }
-    op.posts++;
-    ++n;
+    if (postChunk(*found, *c)) ++n;
   }
   // next() ended on nullopt: retry is when pacing admits the next chunk (max
   // when only an ack or a new send can change that).
@@ -58,6 +24,43 @@ unsigned ContextImpl::pumpChunks() {
                         : static_cast<int64_t>(retry.time_since_epoch().count()),
                     std::memory_order_relaxed);
   return n;
+}
+
+bool ContextImpl::postChunk(SendOp& op, const Chunk& c) {
+  const Peer* peer = findPeer(op.peer);  // ops of a lost peer left the scheduler
+  Post post;
+  post.op = c.op_id;
+  post.peer = op.peer;
+  post.h.type = static_cast<uint8_t>(wire::MsgType::kData);
+  post.h.flags = c.last ? wire::kFlagLast : 0;
+  if (c.length > 0 && backend_->confirmsDelivery(c.length, op.region)) {
+    post.h.flags |= wire::kFlagNoAck;
+  }
+  post.h.src_peer = peer->my_id_there;
+  post.h.iteration = op.iteration;
+  post.h.tensor_id = op.tensor;
+  post.h.op_id = c.op_id;
+  post.h.total_len = op.len;
+  post.h.offset = c.offset;
+  post.h.length = static_cast<uint32_t>(c.length);
+  uint64_t token = next_token_++;
+  Post& pt = posts_.insert(token, std::move(post));
+  Status st = backend_->post(op.peer, wire::asBytes(pt.h), op.buf + c.offset, c.length, op.region,
+                             token, op.priority);
+  op.handed = c.offset + c.length;
+  if (c.last) {
+    op.all_handed = true;
+    op.in_sched = false;
+    queued_sends_.fetch_sub(1);
+  }
+  if (!st) {
+    posts_.erase(token);
+    sched_->ack(c.op_id, c.length);
+    failSend(c.op_id, lostOr(op.peer, st), true);  // may erase op
+    return false;
+  }
+  op.posts++;
+  return true;
 }
 
 void ContextImpl::onSendDone(uint64_t token, const Status& status) {
@@ -176,7 +179,7 @@ void ContextImpl::tryFinishSend(uint64_t id) {
   Status st = op.failed ? *op.failed : Status::ok();
   sched_->drop(id);  // no-op for a finished op; returns the credit of a failed one
   send_keys_.erase(PeerKey{op.peer, op.iteration, op.tensor});
-  ready_.push_back(Ready{std::move(op.handle), std::move(op.cb), std::move(st)});
+  ready_.emplace_back(std::move(op.handle), std::move(op.cb), std::move(st));
   sends_.erase(id);
 }
 

@@ -35,16 +35,21 @@ Status SendScheduler::enqueue(const SendRequest& request, Clock::time_point now)
     return Status(StatusCode::kNoResource,
                   "send queue full (" + std::to_string(options_.max_queued) + " ops queued)");
   }
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-  } else {
-    slot = static_cast<uint32_t>(ops_.size());
-  }
-  if (!op_index_.insert(request.op_id, slot)) {
+  uint32_t slot = newOp(request);
+  if (slot == IntMap<uint64_t>::kNone) {
     return Status(StatusCode::kInvalidArgument,
                   "op id " + std::to_string(request.op_id) + " already queued");
   }
+  Op& op = ops_[slot];
+  op.queued = true;
+  op.enqueued_at = now;
+  lanes_.push(request.priority, slot);
+  return Status::ok();
+}
+
+uint32_t SendScheduler::newOp(const SendRequest& request) {
+  uint32_t slot = free_slots_.empty() ? static_cast<uint32_t>(ops_.size()) : free_slots_.back();
+  if (!op_index_.insert(request.op_id, slot)) return IntMap<uint64_t>::kNone;
   if (slot == ops_.size()) {
     ops_.emplace_back();
   } else {
@@ -57,10 +62,24 @@ Status SendScheduler::enqueue(const SendRequest& request, Clock::time_point now)
   op.bytes = request.bytes;
   op.priority = request.priority;
   op.counter = counterIndex(request.priority);
-  op.queued = true;
-  op.enqueued_at = now;
-  lanes_.push(request.priority, slot);
-  return Status::ok();
+  return slot;
+}
+
+std::optional<Chunk> SendScheduler::sendWhole(const SendRequest& request) {
+  if (op_index_.size() != 0 || paced() || request.bytes > options_.chunk_bytes) return std::nullopt;
+  uint32_t slot = newOp(request);
+  if (slot == IntMap<uint64_t>::kNone) return std::nullopt;
+  Op& op = ops_[slot];
+  op.started = true;  // untimed: no queueing delay (the sums stay as they are)
+  op.sent = request.bytes;
+  op.in_flight = request.bytes;
+  in_flight_ += request.bytes;  // 0 before: nothing was known
+  PriorityCounters& c = levels_[op.counter].second;
+  c.bytes_sent += request.bytes;
+  c.chunks += 1;
+  c.ops += 1;
+  if (request.bytes == 0) forget(slot);  // nothing to ack
+  return Chunk{request.op_id, request.peer, request.priority, 0, request.bytes, true};
 }
 
 std::optional<Chunk> SendScheduler::next(Clock::time_point* now, Clock::time_point* retry_at) {

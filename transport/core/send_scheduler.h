@@ -134,6 +134,14 @@ class SendScheduler {
   std::optional<Chunk> next(Clock::time_point* now, Clock::time_point* retry_at);
   bool paced() const { return bucket_.enabled(); }
 
+  // The short path of an idle scheduler: when it knows no op, is unpaced and
+  // the op fits one chunk, the op is handed out whole at once, exactly as
+  // enqueue(request, kUntimed) followed by next() would hand it out (counted,
+  // charged to the window, acked as any chunk), without passing through the
+  // lanes. Returns its only chunk; nullopt (nothing changed: enqueue() it)
+  // otherwise, or when op_id is already known.
+  std::optional<Chunk> sendWhole(const SendRequest& request);
+
   // The receiver confirmed `length` bytes of op (or the backend failed them):
   // returns that much window credit. Unknown ops (finished, failed peer) and
   // excess lengths are ignored. An op is forgotten once all of its chunks were
@@ -185,6 +193,9 @@ class SendScheduler {
     Clock::time_point enqueued_at{};
   };
 
+  // The slot of a new op made from `request` (indexed, not queued, nothing
+  // sent); kNone, changing nothing, when its op_id is already known.
+  uint32_t newOp(const SendRequest& request);
   void forget(uint32_t slot);
   uint32_t counterIndex(uint32_t priority);
 

@@ -63,7 +63,8 @@ bool ContextImpl::startNow(Submission& s) {
   // except on a backend that posts from send() (Backend::postsFromSend): a
   // send into an idle scheduler (nothing queued, nothing in flight) goes to
   // it at once, as the next progress() would post it first, so a ping-pong's
-  // reply leaves before the caller's next expect(). Under contention sends
+  // reply leaves before the caller's next expect(): posted by startSend()
+  // when it fits one chunk (the short path), else by pump(). Under contention sends
   // only queue (pumping from every send lengthened the urgent tail of the
   // guest's prio test). Completions (failures included) still run only from
   // progress().
@@ -107,13 +108,30 @@ void ContextImpl::startSend(Submission& s, bool at_once) {
   if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
   }
-  if (!send_keys_.insert(PeerKey{s.peer, s.key.iteration, s.key.id}, true).second) {
+  PeerKey key{s.peer, s.key.iteration, s.key.id};
+  if (!send_keys_.insert(key, true).second) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "send: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already being sent"));
   }
-  SendOp op;
-  op.handle = s.handle;
+  auto reg = cache_->lookup(s.buf, s.len);
+  if (!reg) {
+    send_keys_.erase(key);
+    return fail(reg.status());
+  }
+  // An op into an idle, unpaced scheduler that fits one chunk is handed out
+  // whole and posted here, without a pass through the lanes and pumpChunks().
+  SendRequest req{s.id, s.prio, s.len, s.peer};
+  std::optional<Chunk> whole = at_once ? sched_->sendWhole(req) : std::nullopt;
+  if (!whole) {
+    Status st = sched_->enqueue(req, at_once ? SendScheduler::kUntimed : SendScheduler::now());
+    if (!st) {
+      send_keys_.erase(key);
+      return fail(st);
+    }
+  }
+  SendOp& op = sends_.insert(s.id, SendOp{});
+  op.handle = std::move(s.handle);
   op.cb = std::move(s.cb);
   op.peer = s.peer;
   op.tensor = s.key.id;
@@ -121,22 +139,9 @@ void ContextImpl::startSend(Submission& s, bool at_once) {
   op.buf = s.buf;
   op.len = s.len;
   op.priority = s.prio;
-  auto reg = cache_->lookup(s.buf, s.len);
-  if (!reg) {
-    s.cb = std::move(op.cb);
-    send_keys_.erase(PeerKey{s.peer, s.key.iteration, s.key.id});
-    return fail(reg.status());
-  }
   op.region = reg.value();
-  Status st = sched_->enqueue(SendRequest{s.id, s.prio, s.len, s.peer},
-                              at_once ? SendScheduler::kUntimed : SendScheduler::now());
-  if (!st) {
-    s.cb = std::move(op.cb);
-    send_keys_.erase(PeerKey{s.peer, s.key.iteration, s.key.id});
-    return fail(st);
-  }
   op.in_sched = true;
-  sends_.insert(s.id, std::move(op));
+  if (whole) postChunk(op, *whole);
 }
 
 bool ContextImpl::cancel(uint32_t peer, const OpHandle& op) {

@@ -82,6 +82,10 @@ class Op {
   std::unique_ptr<std::condition_variable> cv_;
   std::atomic<bool> done_{false};
   Status status_;  // written once, by finish(), before done_ is set
+  // Set (under mu_) by a wait() about to block: only then does finish() take
+  // mu_ to notify. Both are seq_cst, so either the waiter sees done_ or
+  // finish() sees waiting_ (appended last: the fields above keep their offsets).
+  std::atomic<bool> waiting_{false};
 };
 
 using OpHandle = std::shared_ptr<Op>;
