@@ -115,6 +115,7 @@ TEST_P(ProgressWaitTest, ArrivingMessageWakesASleeper) {
   });
   ASSERT_TRUE(e) << e.status().toString();
   Result<OpHandle> s = Status(StatusCode::kInvalidArgument, "not posted");
+  std::atomic<bool> posted{false};  // s is read here only once the sender set it
   std::chrono::milliseconds took{};
   unsigned calls = 0;
   {
@@ -122,6 +123,7 @@ TEST_P(ProgressWaitTest, ArrivingMessageWakesASleeper) {
     Pumper sender(p.a, [&] {
       std::this_thread::sleep_for(100ms);
       s = p.ab->send({1, 0, ""}, src.data(), len);
+      posted = true;
     });
     auto t0 = Clock::now();
     while (fired.load() == 0 && since(t0) < 5s) {
@@ -130,7 +132,9 @@ TEST_P(ProgressWaitTest, ArrivingMessageWakesASleeper) {
     }
     took = since(t0);
     // b keeps progressing until the sender's thread ends (acks go out).
-    while (since(t0) < 30s && (!s || !s.value()->done())) p.b->progress(1ms);
+    while (since(t0) < 30s && !(posted.load() && (!s || s.value()->done()))) {
+      p.b->progress(1ms);
+    }
   }
   EXPECT_EQ(fired.load(), 1) << "after " << calls << " progress(10 s) calls";
   EXPECT_LT(took, 5s) << "the arrival did not end the sleep";

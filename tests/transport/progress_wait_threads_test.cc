@@ -111,10 +111,12 @@ TEST_P(ProgressWaitThreadsTest, AnotherThreadsSendEndsTheSleepAtOnce) {
   });
   Result<OpHandle> s = Status(StatusCode::kInvalidArgument, "not posted");
   std::atomic<int64_t> sent_at{0};
+  std::atomic<bool> posted{false};  // s is read here only once the sender set it
   std::thread sender([&] {
     std::this_thread::sleep_for(200ms);
     sent_at = Clock::now().time_since_epoch().count();
     s = p.ab->send({11, 0, ""}, src.data(), src.size());
+    posted = true;
   });
   auto t0 = Clock::now();
   // The first call that returns after the send must do so at once (a call
@@ -123,7 +125,9 @@ TEST_P(ProgressWaitThreadsTest, AnotherThreadsSendEndsTheSleepAtOnce) {
   while (since(t0) < 30s) {
     p.a->progress(10s);
     if (sent_at.load() != 0 && woke == Clock::time_point{}) woke = Clock::now();
-    if (woke != Clock::time_point{} && (since(woke) > 5s || (s && s.value()->done()))) break;
+    if (woke != Clock::time_point{} && (since(woke) > 5s || (posted && s && s.value()->done()))) {
+      break;
+    }
   }
   sender.join();
   stop = true;
