@@ -185,6 +185,8 @@ class ContextImpl : public BackendEvents {
     OpHandle handle;
   };
   struct Ready {
+    Ready(OpHandle h, Completion c, Status s)
+        : handle(std::move(h)), cb(std::move(c)), status(std::move(s)) {}
     OpHandle handle;
     Completion cb;
     Status status;
