@@ -69,17 +69,25 @@ std::optional<Chunk> SendScheduler::sendWhole(const SendRequest& request) {
   if (op_index_.size() != 0 || paced() || request.bytes > options_.chunk_bytes) return std::nullopt;
   uint32_t slot = newOp(request);
   if (slot == IntMap<uint64_t>::kNone) return std::nullopt;
+  ops_[slot].started = true;  // untimed: no queueing delay (the sums stay as they are)
+  return handOut(slot, request.bytes);
+}
+
+Chunk SendScheduler::handOut(uint32_t slot, size_t length) {
   Op& op = ops_[slot];
-  op.started = true;  // untimed: no queueing delay (the sums stay as they are)
-  op.sent = request.bytes;
-  op.in_flight = request.bytes;
-  in_flight_ += request.bytes;  // 0 before: nothing was known
+  Chunk chunk{op.op_id, op.peer, op.priority, op.sent, length, op.sent + length == op.bytes};
   PriorityCounters& c = levels_[op.counter].second;
-  c.bytes_sent += request.bytes;
+  c.bytes_sent += length;
   c.chunks += 1;
-  c.ops += 1;
-  if (request.bytes == 0) forget(slot);  // nothing to ack
-  return Chunk{request.op_id, request.peer, request.priority, 0, request.bytes, true};
+  op.sent += length;
+  op.in_flight += length;
+  in_flight_ += length;
+  if (chunk.last) {
+    c.ops += 1;
+    op.queued = false;
+    if (op.in_flight == 0) forget(slot);  // 0-byte op: nothing to ack
+  }
+  return chunk;
 }
 
 std::optional<Chunk> SendScheduler::next(Clock::time_point* now, Clock::time_point* retry_at) {
@@ -97,9 +105,8 @@ std::optional<Chunk> SendScheduler::next(Clock::time_point* now, Clock::time_poi
   // paced() first: an unpaced bucket admits everything, and the clock stays unread.
   if (paced() && !bucket_.tryConsume(length, clock(), retry_at)) return std::nullopt;
 
-  Chunk chunk{op.op_id, op.peer, op.priority, op.sent, length, op.sent + length == op.bytes};
-  PriorityCounters& c = levels_[op.counter].second;
   if (!op.started) {
+    PriorityCounters& c = levels_[op.counter].second;
     op.started = true;
     double delay_us = 0;  // an untimed op was handed out at once
     if (op.enqueued_at != kUntimed) {
@@ -109,17 +116,8 @@ std::optional<Chunk> SendScheduler::next(Clock::time_point* now, Clock::time_poi
     c.queue_delay_us_sum += delay_us;
     c.queue_delay_us_max = std::max(c.queue_delay_us_max, delay_us);
   }
-  c.bytes_sent += length;
-  c.chunks += 1;
-  op.sent += length;
-  op.in_flight += length;
-  in_flight_ += length;
-  if (chunk.last) {
-    c.ops += 1;
-    op.queued = false;
-    lanes_.pop();
-    if (op.in_flight == 0) forget(slot);  // 0-byte op: nothing to ack
-  }
+  Chunk chunk = handOut(slot, length);
+  if (chunk.last) lanes_.pop();
   return chunk;
 }
 

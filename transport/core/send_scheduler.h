@@ -196,6 +196,10 @@ class SendScheduler {
   // The slot of a new op made from `request` (indexed, not queued, nothing
   // sent); kNone, changing nothing, when its op_id is already known.
   uint32_t newOp(const SendRequest& request);
+  // Hands out the op's next `length` bytes (counted, charged to the window;
+  // the last chunk counts the op, and forgets a 0-byte one: nothing to ack).
+  // next() and sendWhole() share it; the lanes are the caller's.
+  Chunk handOut(uint32_t slot, size_t length);
   void forget(uint32_t slot);
   uint32_t counterIndex(uint32_t priority);
 
