@@ -21,25 +21,12 @@
 namespace {
 
 using nlohmann::json;
+using tictac::sched::testing::freePort;
 using tictac::sched::testing::ScratchDir;
 using tictac::sched::testing::ToolRun;
 
 const std::string kPerf = std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-perf";
 
-uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 class PerfTool : public ::testing::Test {
  protected:

@@ -1,0 +1,203 @@
+// verbs_floor: the floor of tictac's verbs latency. An RC SEND ping-pong on
+// raw libibverbs, with the QP configuration the verbs backend uses (one CQ
+// for sends and receives, a completion channel, 256 send / 512 receive work
+// requests of 8 KiB receive buffers, inline sends), none of the library's
+// per-message work. Against ib_send_lat in the same boot it shows what the
+// configuration costs; against tictac-perf --test lat, what the library's
+// user space costs. --calls / --pages / --work add a known amount of user
+// space to every turn (indirect calls, hot pages touched, ALU work), which
+// calibrates what each costs on the machine (in the soft-RoCE guest: qemu).
+//
+//   verbs_floor [options]            server (waits for one client)
+//   verbs_floor [options] HOST       client; prints the half round trip
+//
+// Exit 0 on a complete run, 1 on any failure (named on stderr), 2 on usage.
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/verbs_floor.h"
+
+namespace {
+
+struct Opts {
+  size_t size = 104;  // tictac's 8-byte message: 40 B MsgHdr + 56 B core header + 8
+  int iters = 2000, port = 18517, sq = 256, rq = 512, recv_bytes = 8192, inline_max = 220;
+  bool shared_cq = true, channel = true, json = false;
+  std::string device, host;
+  Load load;
+};
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "verbs_floor: %s\n", what.c_str());
+  std::exit(1);
+}
+
+const char kUsage[] =
+    "usage: verbs_floor [-d DEV] [-p PORT] [-s BYTES] [-n ITERS] [--separate-cq] [--no-channel]\n"
+    "                   [--calls K] [--pages K] [--work K] [--json] [HOST]\n"
+    "An RC SEND ping-pong on raw libibverbs with tictac's verbs QP configuration.\n"
+    "Without HOST: the server (start it first, same options). With HOST: the client.\n"
+    "  -d DEV          ibverbs device (default: the first)\n"
+    "  -p PORT         TCP port of the QP exchange (default 18517)\n"
+    "  -s BYTES        message size (default 104: tictac's 8-byte message with its headers)\n"
+    "  -n ITERS        round trips (default 2000)\n"
+    "  --separate-cq   a send CQ and a receive CQ (perftest's layout) instead of one\n"
+    "  --no-channel    no completion channel on the CQ\n"
+    "  --calls K       K indirect calls per turn (before each post), a call's cost\n"
+    "  --pages K       touch K distinct pages (the same ones each turn) per turn\n"
+    "  --work K        K rounds of a dependent multiply-add per turn\n"
+    "  --json          the client prints one JSON object instead of the table\n";
+
+Opts parse(int argc, char** argv) {
+  Opts o;
+  auto num = [&](int& i) {
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "verbs_floor: %s needs a value\n%s", argv[i], kUsage);
+      std::exit(2);
+    }
+    char* end = nullptr;
+    long v = std::strtol(argv[++i], &end, 10);
+    if (*end != '\0' || v < 0 || v > (1L << 30)) {
+      std::fprintf(stderr, "verbs_floor: bad value '%s' for %s\n", argv[i], argv[i - 1]);
+      std::exit(2);
+    }
+    return static_cast<int>(v);
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "-d" && i + 1 < argc) {
+      o.device = argv[++i];
+    } else if (a == "-p") {
+      o.port = num(i);
+    } else if (a == "-s") {
+      o.size = static_cast<size_t>(num(i));
+    } else if (a == "-n") {
+      o.iters = std::max(1, num(i));
+    } else if (a == "--separate-cq") {
+      o.shared_cq = false;
+    } else if (a == "--no-channel") {
+      o.channel = false;
+    } else if (a == "--calls") {
+      o.load.calls = num(i);
+    } else if (a == "--pages") {
+      o.load.pages = num(i);
+    } else if (a == "--work") {
+      o.load.work = num(i);
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (!a.empty() && a[0] != '-' && o.host.empty()) {
+      o.host = a;
+    } else {
+      std::fprintf(stderr, "verbs_floor: unknown argument '%s'\n%s", a.c_str(), kUsage);
+      std::exit(2);
+    }
+  }
+  if (o.size > static_cast<size_t>(o.recv_bytes)) die("-s: at most 8192 bytes (a receive buffer)");
+  if (o.load.pages > Load::kMaxPages) die("--pages: at most 4096");
+  return o;
+}
+
+struct Wire {
+  uint32_t qpn;
+  uint8_t gid[16];
+};
+
+// One TCP connection for the exchange; every read has a 10 s deadline.
+int tcpConnect(const Opts& o) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = o.host.empty() ? AI_PASSIVE : 0;
+  std::string port = std::to_string(o.port);
+  if (int rc = getaddrinfo(o.host.empty() ? nullptr : o.host.c_str(), port.c_str(), &hints, &res)) {
+    die("resolving '" + o.host + "': " + gai_strerror(rc));
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM, 0);
+  if (fd < 0) die(std::string("socket: ") + std::strerror(errno));
+  if (!o.host.empty()) {
+    int rc = connect(fd, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (rc != 0) die("connecting to " + o.host + ":" + port + ": " + std::strerror(errno));
+    return fd;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
+    die("listening on port " + port + ": " + std::strerror(errno));
+  }
+  freeaddrinfo(res);
+  int c = accept(fd, nullptr, nullptr);
+  close(fd);
+  if (c < 0) die(std::string("accept: ") + std::strerror(errno));
+  return c;
+}
+
+void exchange(int fd, const void* out, void* in, size_t len) {
+  if (write(fd, out, len) != static_cast<ssize_t>(len)) die("sending to the peer failed");
+  size_t got = 0;
+  while (got < len) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) die("the peer sent nothing for 10 s");
+    ssize_t n = read(fd, static_cast<char*>(in) + got, len - got);
+    if (n <= 0) die("the peer closed the exchange");
+    got += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Opts o = parse(argc, argv);
+  Verbs v = openVerbs(o.device, o.shared_cq, o.channel, o.sq, o.rq, o.inline_max, o.recv_bytes);
+  int fd = tcpConnect(o);
+  Wire me{v.qp->qp_num, {}}, peer{};
+  std::memcpy(me.gid, v.gid.raw, sizeof me.gid);
+  exchange(fd, &me, &peer, sizeof me);
+  connectQp(v, peer.qpn, peer.gid);
+  char go = 1;
+  exchange(fd, &go, &go, 1);  // both QPs are ready to receive
+
+  const bool client = !o.host.empty();
+  std::vector<double> t(static_cast<size_t>(o.iters) + 1);
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < o.iters; ++i) {
+    if (!client) awaitRecv(v);
+    if (client) t[i] = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+    o.load.run(i);
+    postSend(v, o.size, i);
+    if (client) awaitRecv(v);
+    reapSends(v);
+  }
+  if (!client) return 0;
+  t[o.iters] = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+  std::vector<double> half(o.iters);
+  for (int i = 0; i < o.iters; ++i) half[i] = (t[i + 1] - t[i]) / 2;
+  std::sort(half.begin(), half.end());
+  double p50 = half[half.size() / 2], p99 = half[std::min(half.size() - 1, half.size() * 99 / 100)];
+  if (o.json) {
+    std::printf("{\"test\":\"floor\",\"size\":%zu,\"iters\":%d,\"shared_cq\":%s,\"channel\":%s,"
+                "\"calls\":%d,\"pages\":%d,\"work\":%d,\"lat_us\":{\"p50\":%.3f,\"p99\":%.3f}}\n",
+                o.size, o.iters, o.shared_cq ? "true" : "false", o.channel ? "true" : "false",
+                o.load.calls, o.load.pages, o.load.work, p50, p99);
+  } else {
+    std::printf(" #bytes #iters calls pages work t_p50[us] t_p99[us]\n %-6zu %-6d %-5d %-5d %-4d %-9.2f %.2f\n",
+                o.size, o.iters, o.load.calls, o.load.pages, o.load.work, p50, p99);
+  }
+  return 0;
+}

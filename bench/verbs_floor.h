@@ -1,0 +1,54 @@
+// bench/verbs_floor.h: the raw-verbs pieces of verbs_floor (verbs_floor_qp.cc)
+// and the known user-space load it can add to every turn. Any failure ends
+// the process with a message naming it (exit 1): this is a benchmark, whose
+// only caller is a person or a script reading its exit status.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+// Work added to each turn, before the post: `calls` indirect calls (through
+// a table another translation unit fills, so none is inlined), `pages`
+// distinct pages read (the same pages every turn: hot in the host's caches,
+// so what is measured is reaching them), `work` dependent multiply-adds.
+struct Load {
+  static constexpr int kMaxPages = 4096;
+  int calls = 0, pages = 0, work = 0;
+  void run(int turn);
+};
+
+struct Verbs {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* channel = nullptr;  // created, never armed: tictac's CQ has one
+  ibv_cq* send_cq = nullptr;
+  ibv_cq* recv_cq = nullptr;  // == send_cq with one shared CQ (tictac's layout)
+  ibv_qp* qp = nullptr;
+  ibv_gid gid{};  // the IPv4-mapped (RoCE v2) GID of port 1
+  int gid_index = -1;
+  char* recv_buf = nullptr;
+  char* send_buf = nullptr;
+  ibv_mr* recv_mr = nullptr;
+  ibv_mr* send_mr = nullptr;
+  int rq = 0, recv_bytes = 0, inline_max = 0;
+  uint32_t to_repost = 0, next_repost = 0;  // receive buffers consumed, in order
+  int sends_out = 0, sq = 0;
+  int recvs_ready = 0;  // receives completed, not yet taken by awaitRecv
+};
+
+// Opens `device` (empty: the first), creates the CQ(s), an RC QP with these
+// capacities, its buffers, and posts every receive.
+Verbs openVerbs(const std::string& device, bool shared_cq, bool channel, int sq, int rq,
+                int inline_max, int recv_bytes);
+// RESET -> INIT -> RTR -> RTS towards the peer's QP (path MTU 4096, as tictac).
+void connectQp(Verbs& v, uint32_t peer_qpn, const uint8_t peer_gid[16]);
+// One signaled SEND of `size` bytes (inline when it fits).
+void postSend(Verbs& v, size_t size, int id);
+// Polls until a receive completes (reposting consumed buffers 16 at a time);
+// any error completion, or nothing for 5 s, ends the process.
+void awaitRecv(Verbs& v);
+// Takes the completions that are there (on the send CQ) without waiting.
+void reapSends(Verbs& v);

@@ -1,0 +1,142 @@
+// bench/verbs_floor inside the soft-RoCE guest (suite 'verbs'): a real server
+// and client process on rxe, the JSON it reports, and its failures (bad
+// usage, a missing device, no server, a peer that dies mid-run) as a named
+// error and a non-zero exit, never a hang.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "tests/sched/tool_test_util.h"
+
+namespace {
+
+using nlohmann::json;
+using tictac::sched::testing::freePort;
+using tictac::sched::testing::ScratchDir;
+using tictac::sched::testing::ToolRun;
+using Clock = std::chrono::steady_clock;
+
+const std::string kFloor = std::string(TICTAC_BUILD_ROOT) + "/bench/verbs_floor";
+
+
+class VerbsFloor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kFloor)) GTEST_SKIP() << kFloor << " not built";
+    scratch_ = std::make_unique<ScratchDir>("verbs-floor");
+    port_ = std::to_string(freePort());
+  }
+
+  // Starts the server with `args`; stop() reaps it (SIGKILL after `limit`).
+  void startServer(const std::string& args) {
+    srv_ = ::fork();
+    if (srv_ == 0) {
+      std::string cmd = "exec " + kFloor + " -p " + port_ + " " + args + " >" +
+                        scratch_->path("server.out") + " 2>" + scratch_->path("server.err");
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // listening
+  }
+  int stop(std::chrono::seconds limit) {
+    int status = 0;
+    auto end = Clock::now() + limit;
+    while (::waitpid(srv_, &status, WNOHANG) == 0) {
+      if (Clock::now() > end) {
+        ::kill(srv_, SIGKILL);
+        ::waitpid(srv_, &status, 0);
+        return -2;  // a hang
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  ToolRun client(const std::string& args) {
+    return scratch_->run("timeout 60 " + kFloor, "-p " + port_ + " " + args + " 127.0.0.1");
+  }
+  std::string serverErr() const { return ScratchDir::slurp(scratch_->path("server.err")); }
+
+  std::unique_ptr<ScratchDir> scratch_;
+  std::string port_;
+  pid_t srv_ = -1;
+};
+
+TEST_F(VerbsFloor, PingPongReportsTheHalfRoundTrip) {
+  startServer("-n 300");
+  ToolRun r = client("-n 300 --json");
+  EXPECT_EQ(stop(std::chrono::seconds(20)), 0) << serverErr();
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["test"], "floor");
+  EXPECT_EQ(j["size"], 104);  // tictac's 8-byte message with its two headers
+  EXPECT_EQ(j["iters"], 300);
+  EXPECT_EQ(j["shared_cq"], true);
+  EXPECT_EQ(j["channel"], true);
+  EXPECT_GT(j["lat_us"]["p50"].get<double>(), 0);
+  EXPECT_LE(j["lat_us"]["p50"].get<double>(), j["lat_us"]["p99"].get<double>());
+}
+
+TEST_F(VerbsFloor, LoadAndLayoutOptionsAreApplied) {
+  const std::string opts = "-s 8 -n 200 --separate-cq --no-channel --calls 16 --pages 8 --work 100";
+  startServer(opts);
+  ToolRun r = client(opts + " --json");
+  EXPECT_EQ(stop(std::chrono::seconds(20)), 0) << serverErr();
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["size"], 8);
+  EXPECT_EQ(j["shared_cq"], false);
+  EXPECT_EQ(j["channel"], false);
+  EXPECT_EQ(j["calls"], 16);
+  EXPECT_EQ(j["pages"], 8);
+  EXPECT_EQ(j["work"], 100);
+}
+
+TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
+  for (const char* args : {"-s x", "--bogus", "-n", "-s -3"}) {
+    ToolRun r = scratch_->run(kFloor, args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.err.find("verbs_floor:"), std::string::npos) << args << ": " << r.err;
+  }
+  ToolRun big = scratch_->run(kFloor, "-s 9000");
+  EXPECT_EQ(big.code, 1);
+  EXPECT_NE(big.err.find("8192"), std::string::npos) << big.err;
+}
+
+TEST_F(VerbsFloor, MissingDeviceAndMissingServerAreNamed) {
+  ToolRun dev = client("-d no-such-dev");
+  EXPECT_EQ(dev.code, 1);
+  EXPECT_NE(dev.err.find("no-such-dev"), std::string::npos) << dev.err;
+  ToolRun nobody = client("-n 10");  // nothing listens on port_
+  EXPECT_EQ(nobody.code, 1);
+  EXPECT_NE(nobody.err.find("connecting to 127.0.0.1"), std::string::npos) << nobody.err;
+}
+
+TEST_F(VerbsFloor, APeerThatDiesMidRunEndsTheOtherSideWithAnError) {
+  startServer("-n 100000000");
+  pid_t cli = ::fork();
+  if (cli == 0) {
+    std::string cmd = "exec " + kFloor + " -p " + port_ + " -n 100000000 127.0.0.1 >/dev/null 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // connected and ping-ponging
+  ::kill(cli, SIGKILL);
+  ::waitpid(cli, nullptr, 0);
+  int code = stop(std::chrono::seconds(30));
+  EXPECT_EQ(code, 1) << "server exit (-2: still running after 30 s)";
+  std::string err = serverErr();
+  EXPECT_TRUE(err.find("no message from the peer for 5 s") != std::string::npos ||
+              err.find("completion error") != std::string::npos)
+      << err;
+}
+
+}  // namespace
