@@ -11,16 +11,19 @@
 //   verbs_floor [options]            server (waits for one client)
 //   verbs_floor [options] HOST       client; prints the half round trip
 //
+// The layout is the backend's as it runs on rxe; on other devices the backend
+// may pick another GID type, path MTU or inline size than this fixed one.
+//
 // Exit 0 on a complete run, 1 on any failure (named on stderr), 2 on usage.
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +34,8 @@
 #include "bench/verbs_floor.h"
 
 namespace {
+
+constexpr int kMaxIters = 10000000;
 
 struct Opts {
   size_t size = 104;  // tictac's 8-byte message: 40 B MsgHdr + 56 B core header + 8
@@ -52,27 +57,35 @@ const char kUsage[] =
     "Without HOST: the server (start it first, same options). With HOST: the client.\n"
     "  -d DEV          ibverbs device (default: the first)\n"
     "  -p PORT         TCP port of the QP exchange (default 18517)\n"
-    "  -s BYTES        message size (default 104: tictac's 8-byte message with its headers)\n"
-    "  -n ITERS        round trips (default 2000)\n"
+    "  -s BYTES        message size, 0..8192 (default 104: tictac's 8-byte message with\n"
+    "                  its headers)\n"
+    "  -n ITERS        round trips, 1..10000000 (default 2000); both sides must agree\n"
     "  --separate-cq   a send CQ and a receive CQ (perftest's layout) instead of one\n"
     "  --no-channel    no completion channel on the CQ\n"
     "  --calls K       K indirect calls per turn (before each post), a call's cost\n"
-    "  --pages K       touch K distinct pages (the same ones each turn) per turn\n"
+    "  --pages K       read K distinct pages (the same ones, at offset 0, each turn), <= 4096\n"
     "  --work K        K rounds of a dependent multiply-add per turn\n"
     "  --json          the client prints one JSON object instead of the table\n";
 
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "verbs_floor: %s\n%s", why.c_str(), kUsage);
+  std::exit(2);
+}
+
 Opts parse(int argc, char** argv) {
   Opts o;
-  auto num = [&](int& i) {
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "verbs_floor: %s needs a value\n%s", argv[i], kUsage);
-      std::exit(2);
-    }
+  auto value = [&](int& i) {
+    if (i + 1 >= argc) usage(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  auto num = [&](int& i, long lo, long hi) {
+    const char* flag = argv[i];
+    const char* text = value(i);
     char* end = nullptr;
-    long v = std::strtol(argv[++i], &end, 10);
-    if (*end != '\0' || v < 0 || v > (1L << 30)) {
-      std::fprintf(stderr, "verbs_floor: bad value '%s' for %s\n", argv[i], argv[i - 1]);
-      std::exit(2);
+    long v = std::strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < lo || v > hi) {
+      usage("bad value '" + std::string(text) + "' for " + flag + " (" + std::to_string(lo) +
+            ".." + std::to_string(hi) + ")");
     }
     return static_cast<int>(v);
   };
@@ -81,40 +94,39 @@ Opts parse(int argc, char** argv) {
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (a == "-d" && i + 1 < argc) {
-      o.device = argv[++i];
+    } else if (a == "-d") {
+      o.device = value(i);
     } else if (a == "-p") {
-      o.port = num(i);
+      o.port = num(i, 1, 65535);
     } else if (a == "-s") {
-      o.size = static_cast<size_t>(num(i));
+      o.size = static_cast<size_t>(num(i, 0, o.recv_bytes));
     } else if (a == "-n") {
-      o.iters = std::max(1, num(i));
+      o.iters = num(i, 1, kMaxIters);
     } else if (a == "--separate-cq") {
       o.shared_cq = false;
     } else if (a == "--no-channel") {
       o.channel = false;
     } else if (a == "--calls") {
-      o.load.calls = num(i);
+      o.load.calls = num(i, 0, 1 << 20);
     } else if (a == "--pages") {
-      o.load.pages = num(i);
+      o.load.pages = num(i, 0, Load::kMaxPages);
     } else if (a == "--work") {
-      o.load.work = num(i);
+      o.load.work = num(i, 0, 1 << 24);
     } else if (a == "--json") {
       o.json = true;
     } else if (!a.empty() && a[0] != '-' && o.host.empty()) {
       o.host = a;
     } else {
-      std::fprintf(stderr, "verbs_floor: unknown argument '%s'\n%s", a.c_str(), kUsage);
-      std::exit(2);
+      usage("unknown argument '" + a + "'");
     }
   }
-  if (o.size > static_cast<size_t>(o.recv_bytes)) die("-s: at most 8192 bytes (a receive buffer)");
-  if (o.load.pages > Load::kMaxPages) die("--pages: at most 4096");
   return o;
 }
 
 struct Wire {
   uint32_t qpn;
+  uint32_t iters;  // both sides must run the same ping-pong
+  uint64_t size;
   uint8_t gid[16];
 };
 
@@ -130,10 +142,17 @@ int tcpConnect(const Opts& o) {
   }
   int fd = socket(res->ai_family, SOCK_STREAM, 0);
   if (fd < 0) die(std::string("socket: ") + std::strerror(errno));
-  if (!o.host.empty()) {
-    int rc = connect(fd, res->ai_addr, res->ai_addrlen);
+  if (!o.host.empty()) {  // a server still opening its device: retry for 5 s
+    int rc = -1;
+    for (int tries = 0; tries < 50; ++tries) {
+      if ((rc = connect(fd, res->ai_addr, res->ai_addrlen)) == 0 || errno != ECONNREFUSED) break;
+      close(fd);
+      usleep(100000);
+      if ((fd = socket(res->ai_family, SOCK_STREAM, 0)) < 0) break;
+    }
+    int err = errno;
     freeaddrinfo(res);
-    if (rc != 0) die("connecting to " + o.host + ":" + port + ": " + std::strerror(errno));
+    if (rc != 0) die("connecting to " + o.host + ":" + port + ": " + std::strerror(err));
     return fd;
   }
   int one = 1;
@@ -142,6 +161,7 @@ int tcpConnect(const Opts& o) {
     die("listening on port " + port + ": " + std::strerror(errno));
   }
   freeaddrinfo(res);
+  std::fprintf(stderr, "verbs_floor: waiting for a client on port %s\n", port.c_str());
   int c = accept(fd, nullptr, nullptr);
   close(fd);
   if (c < 0) die(std::string("accept: ") + std::strerror(errno));
@@ -149,7 +169,7 @@ int tcpConnect(const Opts& o) {
 }
 
 void exchange(int fd, const void* out, void* in, size_t len) {
-  if (write(fd, out, len) != static_cast<ssize_t>(len)) die("sending to the peer failed");
+  if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) die("sending to the peer failed");
   size_t got = 0;
   while (got < len) {
     pollfd p{fd, POLLIN, 0};
@@ -164,17 +184,23 @@ void exchange(int fd, const void* out, void* in, size_t len) {
 
 int main(int argc, char** argv) {
   Opts o = parse(argc, argv);
+  const bool client = !o.host.empty();
+  std::vector<double> t(client ? static_cast<size_t>(o.iters) + 1 : 0);  // before the barrier
+  o.load.prepare();
   Verbs v = openVerbs(o.device, o.shared_cq, o.channel, o.sq, o.rq, o.inline_max, o.recv_bytes);
   int fd = tcpConnect(o);
-  Wire me{v.qp->qp_num, {}}, peer{};
+  Wire me{v.qp->qp_num, static_cast<uint32_t>(o.iters), o.size, {}}, peer{};
   std::memcpy(me.gid, v.gid.raw, sizeof me.gid);
   exchange(fd, &me, &peer, sizeof me);
+  if (peer.iters != me.iters || peer.size != me.size) {
+    die("the peer runs -n " + std::to_string(peer.iters) + " -s " + std::to_string(peer.size) +
+        ", this side -n " + std::to_string(o.iters) + " -s " + std::to_string(o.size));
+  }
   connectQp(v, peer.qpn, peer.gid);
   char go = 1;
   exchange(fd, &go, &go, 1);  // both QPs are ready to receive
+  if (!client) std::fprintf(stderr, "verbs_floor: connected, running %d round trips\n", o.iters);
 
-  const bool client = !o.host.empty();
-  std::vector<double> t(static_cast<size_t>(o.iters) + 1);
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < o.iters; ++i) {
     if (!client) awaitRecv(v);
@@ -184,8 +210,10 @@ int main(int argc, char** argv) {
     if (client) awaitRecv(v);
     reapSends(v);
   }
+  if (client) t[o.iters] = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+  drainSends(v);              // the last SEND delivered (acked) before the QP goes away
+  exchange(fd, &go, &go, 1);  // and the peer's too
   if (!client) return 0;
-  t[o.iters] = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
   std::vector<double> half(o.iters);
   for (int i = 0; i < o.iters; ++i) half[i] = (t[i + 1] - t[i]) / 2;
   std::sort(half.begin(), half.end());

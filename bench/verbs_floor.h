@@ -11,12 +11,13 @@
 #include <string>
 
 // Work added to each turn, before the post: `calls` indirect calls (through
-// a table another translation unit fills, so none is inlined), `pages`
-// distinct pages read (the same pages every turn: hot in the host's caches,
-// so what is measured is reaching them), `work` dependent multiply-adds.
+// a volatile function pointer, so none is inlined), `pages` distinct pages
+// read (the same pages every turn, each at offset 0: hot in the host's
+// caches, though they share cache sets), `work` dependent multiply-adds.
 struct Load {
   static constexpr int kMaxPages = 4096;
   int calls = 0, pages = 0, work = 0;
+  void prepare();  // maps the page pool (when pages > 0), before any timed turn
   void run(int turn);
 };
 
@@ -52,3 +53,5 @@ void postSend(Verbs& v, size_t size, int id);
 void awaitRecv(Verbs& v);
 // Takes the completions that are there (on the send CQ) without waiting.
 void reapSends(Verbs& v);
+// Waits until every SEND completed (5 s at most, then ends the process).
+void drainSends(Verbs& v);

@@ -39,13 +39,18 @@ void repost(Verbs& v, uint32_t n) {
 
 }  // namespace
 
+static char* g_pool = nullptr;
+
+void Load::prepare() {
+  if (pages == 0) return;
+  void* p = mmap(nullptr, size_t(pages) * 4096, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) fail("mmap of the page pool", errno);
+  g_pool = static_cast<char*>(p);
+}
+
 void Load::run(int turn) {
-  static char* pool = [] {
-    void* p = mmap(nullptr, size_t{kMaxPages} * 4096, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) fail("mmap of the page pool", errno);
-    return static_cast<char*>(p);
-  }();
+  const char* pool = g_pool;
   unsigned acc = static_cast<unsigned>(turn);
   for (int c = 0; c < calls; ++c) acc = g_step(acc);
   for (int p = 0; p < pages; ++p) acc += static_cast<unsigned char>(pool[size_t(p) * 4096]);
@@ -145,7 +150,8 @@ void postSend(Verbs& v, size_t size, int id) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED | (size <= size_t(v.inline_max) ? IBV_SEND_INLINE : 0);
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (size <= size_t(v.inline_max)) wr.send_flags |= IBV_SEND_INLINE;
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(v.qp, &wr, &bad)) fail("ibv_post_send", rc);
   ++v.sends_out;
@@ -180,3 +186,11 @@ void awaitRecv(Verbs& v) {
 }
 
 void reapSends(Verbs& v) { take(v, v.send_cq); }
+
+void drainSends(Verbs& v) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (v.sends_out > 0) {
+    take(v, v.send_cq);
+    if (std::chrono::steady_clock::now() > deadline) fail("a SEND did not complete in 5 s");
+  }
+}
