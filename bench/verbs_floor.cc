@@ -201,16 +201,19 @@ int main(int argc, char** argv) {
   exchange(fd, &go, &go, 1);  // both QPs are ready to receive
   if (!client) std::fprintf(stderr, "verbs_floor: connected, running %d round trips\n", o.iters);
 
-  using Clock = std::chrono::steady_clock;
+  auto nowUs = [] {
+    auto since = std::chrono::steady_clock::now().time_since_epoch();
+    return std::chrono::duration<double, std::micro>(since).count();
+  };
   for (int i = 0; i < o.iters; ++i) {
     if (!client) awaitRecv(v);
-    if (client) t[i] = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+    if (client) t[i] = nowUs();
     o.load.run(i);
     postSend(v, o.size, i);
     if (client) awaitRecv(v);
     reapSends(v);
   }
-  if (client) t[o.iters] = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+  if (client) t[o.iters] = nowUs();
   drainSends(v);              // the last SEND delivered (acked) before the QP goes away
   exchange(fd, &go, &go, 1);  // and the peer's too
   if (!client) return 0;

@@ -174,23 +174,25 @@ static void take(Verbs& v, ibv_cq* cq) {
   }
 }
 
-void awaitRecv(Verbs& v) {
+// Polls until done(v); nothing for 5 s ends the process naming `what`.
+template <class Done>
+static void pollUntil(Verbs& v, ibv_cq* cq, Done done, const char* what) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (unsigned spins = 0; v.recvs_ready == 0; ++spins) {
-    take(v, v.recv_cq);
-    if ((spins & 4095) == 4095 && std::chrono::steady_clock::now() > deadline) {
-      fail("no message from the peer for 5 s");
-    }
+  for (unsigned spins = 0; !done(v); ++spins) {
+    take(v, cq);
+    if ((spins & 4095) == 4095 && std::chrono::steady_clock::now() > deadline) fail(what);
   }
+}
+
+void awaitRecv(Verbs& v) {
+  pollUntil(v, v.recv_cq, [](const Verbs& s) { return s.recvs_ready > 0; },
+            "no message from the peer for 5 s");
   --v.recvs_ready;
 }
 
 void reapSends(Verbs& v) { take(v, v.send_cq); }
 
 void drainSends(Verbs& v) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (v.sends_out > 0) {
-    take(v, v.send_cq);
-    if (std::chrono::steady_clock::now() > deadline) fail("a SEND did not complete in 5 s");
-  }
+  pollUntil(v, v.send_cq, [](const Verbs& s) { return s.sends_out == 0; },
+            "a SEND did not complete in 5 s");
 }

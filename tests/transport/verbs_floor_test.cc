@@ -4,9 +4,7 @@
 // error and a non-zero exit, never a hang.
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
