@@ -126,6 +126,15 @@ class Backend {
   // progress(). A pure function, any thread.
   virtual bool postsFromSend() const { return false; }
 
+  // Payloads of at most this many bytes need no region: post() copies them
+  // (into the message or a bounce slot) and posts them as well without one,
+  // and receive() lands them as well without one. The core then skips the
+  // registration cache for them (sends and expects) and, on a backend
+  // that also postsFromSend() and confirmsDelivery(), may post one straight
+  // from send() (the express send, docs/transport.md). 0: any payload may
+  // use its region. A pure function, any thread.
+  virtual size_t copiedPayloadMax() const { return 0; }
+
   // The CPUs close to the backend's device (its NUMA node's), ascending;
   // empty when unknown (a software device, no hwloc) or not applicable. The
   // core binds its progress thread there (ContextOptions::progress_cpus

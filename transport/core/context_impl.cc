@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -34,6 +35,7 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   if (!backend) return backend.status();
   c->backend_ = std::move(backend.value());
   c->posts_from_send_ = c->backend_->postsFromSend();
+  c->copied_max_ = c->backend_->copiedPayloadMax();
   c->event_fd_ = c->backend_->eventFd();
   c->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: sleepers use the slices only
   c->cache_ = std::make_unique<RegCache>(c->backend_.get());
@@ -46,6 +48,8 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   c->sched_ = std::make_unique<SendScheduler>(so);
   if (c->opts_.max_queued == 0) c->opts_.max_queued = kDefaultMaxQueuedOps;
   c->opts_.chunk_bytes = c->sched_->options().chunk_bytes;
+  // An express send is one chunk: at most what the backend copies and a chunk.
+  c->express_bytes_ = c->posts_from_send_ ? std::min(c->copied_max_, c->opts_.chunk_bytes) : 0;
   c->opts_.window_bytes = c->sched_->options().window_bytes;
   std::weak_ptr<ContextImpl> weak = c;
   if (!options.progress_thread) {

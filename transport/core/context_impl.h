@@ -206,6 +206,23 @@ class ContextImpl : public BackendEvents {
   // posted here when it fits one chunk, SendScheduler::sendWhole), so its
   // enqueue time is not read (SendScheduler::kUntimed).
   void startSend(Submission& s, bool at_once = false);
+  // The express send (express.cc): a send of 1..express_bytes_ bytes into a
+  // context with no send in flight (the scheduler knows no op, no express
+  // send pending), unpaced, on a backend that posts from send(), copies
+  // such payloads and confirms their delivery. It is posted here as the
+  // tensor's only chunk (kFlagLast | kFlagNoAck) and held in express_ alone:
+  // no scheduler op, no send-key entry, no registration lookup, no post
+  // record. Its backend completion finishes it (finishExpress); a lost peer
+  // fails it (failPeer). It cannot be canceled (all handed, as any op whose
+  // last chunk was posted). False: take startSend().
+  bool startExpress(Submission& s);
+  void finishExpress(const Status& status);
+  struct Express {
+    uint64_t token = 0;  // the post's backend token; 0: no express send pending
+    PeerKey key{};
+    OpHandle handle;
+    Completion cb;
+  };
   void startExpect(Submission& s);
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);
@@ -267,6 +284,8 @@ class ContextImpl : public BackendEvents {
   ContextOptions opts_;
   std::unique_ptr<Backend> backend_;
   bool posts_from_send_ = false;  // backend_->postsFromSend(), read once by create()
+  size_t copied_max_ = 0;         // backend_->copiedPayloadMax(), read once by create()
+  size_t express_bytes_ = 0;      // copied_max_ when posts_from_send_, else 0
   std::unique_ptr<RegCache> cache_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<SendScheduler> sched_;
@@ -297,6 +316,7 @@ class ContextImpl : public BackendEvents {
   SlabTable<RecvOp> recvs_;
   FlatMap<PeerKey, uint64_t, PeerKeyHash> expect_index_;
   FlatMap<PeerKey, bool, PeerKeyHash> send_keys_;  // (peer, tensor) with a send pending
+  Express express_;  // the express send in flight (at most one; not in send_keys_)
   std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
   std::unordered_map<uint64_t, uint32_t> rejected_;  // sender op (xor peer) -> peer
   SlabTable<Post> posts_;                            // by backend token

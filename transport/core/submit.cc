@@ -74,6 +74,10 @@ bool ContextImpl::startNow(Submission& s) {
   if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
   if (s.is_send) {
     bool idle = posts_from_send_ && sched_->knownOps() == 0;
+    if (idle && express_.token == 0 && s.len > 0 && s.len <= express_bytes_ && !sched_->paced() &&
+        startExpress(s)) {
+      return true;
+    }
     startSend(s, idle && !sched_->paced());
     if (idle) pump();
   } else {
@@ -109,12 +113,14 @@ void ContextImpl::startSend(Submission& s, bool at_once) {
     return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
   }
   PeerKey key{s.peer, s.key.iteration, s.key.id};
-  if (!send_keys_.insert(key, true).second) {
+  if ((express_.token != 0 && express_.key == key) || !send_keys_.insert(key, true).second) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "send: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already being sent"));
   }
-  auto reg = cache_->lookup(s.buf, s.len);
+  // A payload the backend copies needs no registration (copiedPayloadMax).
+  Result<const MemoryRegion*> reg = static_cast<const MemoryRegion*>(nullptr);
+  if (s.len > copied_max_) reg = cache_->lookup(s.buf, s.len);
   if (!reg) {
     send_keys_.erase(key);
     return fail(reg.status());

@@ -117,6 +117,8 @@ class VerbsBackend final : public Backend {
   void release(void* desc) override;
   // A ping-pong's reply leaves from send() (its QP is connected by then).
   bool postsFromSend() const override { return true; }
+  // Eager payloads below kZeroCopyEager are copied; a region is never read.
+  size_t copiedPayloadMax() const override { return kZeroCopyEager - 1; }
   // The device's NUMA-local CPUs from hwloc (transport/topo); empty for rxe
   // and siw (no PCI device) and in builds without hwloc.
   std::vector<int> localCpus() override;

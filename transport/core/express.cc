@@ -1,0 +1,52 @@
+// The express send (see ContextImpl::startExpress): a small tensor into an
+// idle context goes from send() to the backend in one step, and its backend
+// completion finishes it (caller's thread or progress context, core_mu_ held).
+//
+// Why: a ping-pong's reply is latency-bound, and in the soft-RoCE guest each
+// table the regular path touches (scheduler op, send key, registration
+// lookup, post record) costs a fraction of a microsecond a turn
+// (docs/perf.md, "Session 18"). Nothing else is in flight then, so nothing
+// can be overtaken: no scheduling decision is skipped, only its bookkeeping.
+#include "transport/core/context_impl.h"
+
+namespace tictac::transport {
+
+bool ContextImpl::startExpress(Submission& s) {
+  Peer* peer = livePeer(s.peer);
+  PeerKey key{s.peer, s.key.iteration, s.key.id};
+  // A lost peer, or a failed send of the same tensor still held by the
+  // backend: startSend() reports it.
+  if (peer == nullptr || send_keys_.find(key) != nullptr) return false;
+  if (!backend_->confirmsDelivery(s.len, nullptr)) return false;
+  wire::Header h;
+  h.type = static_cast<uint8_t>(wire::MsgType::kData);
+  h.flags = wire::kFlagLast | wire::kFlagNoAck;  // the completion confirms it
+  h.src_peer = peer->my_id_there;
+  h.iteration = s.key.iteration;
+  h.tensor_id = s.key.id;
+  h.op_id = s.id;  // a receiver's ack or nack of it finds no op: ignored, as for any finished send
+  h.total_len = s.len;
+  h.length = static_cast<uint32_t>(s.len);
+  const uint64_t token = next_token_++;
+  // The backend copies the header (and, by copiedPayloadMax, the payload
+  // before the completion): h may die with this frame.
+  Status st = backend_->post(s.peer, wire::asBytes(h), s.buf, s.len, nullptr, token, s.prio);
+  queued_sends_.fetch_sub(1);
+  if (!st) {
+    ready_.emplace_back(std::move(s.handle), std::move(s.cb), lostOr(s.peer, st));
+    return true;
+  }
+  express_.token = token;
+  express_.key = key;
+  express_.handle = std::move(s.handle);
+  express_.cb = std::move(s.cb);
+  return true;
+}
+
+void ContextImpl::finishExpress(const Status& status) {
+  Status st = status ? Status::ok() : lostOr(express_.key.peer, status);
+  ready_.emplace_back(std::move(express_.handle), std::move(express_.cb), std::move(st));
+  express_ = Express{};
+}
+
+}  // namespace tictac::transport
