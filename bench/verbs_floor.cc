@@ -38,7 +38,7 @@ namespace {
 constexpr int kMaxIters = 10000000;
 
 struct Opts {
-  size_t size = 104;  // tictac's 8-byte message: 40 B MsgHdr + 56 B core header + 8
+  size_t size = 72;  // tictac's 8-byte message: 8 B EagerHdr + 56 B core header + 8
   int iters = 2000, port = 18517, sq = 256, rq = 512, recv_bytes = 8192, inline_max = 220;
   bool shared_cq = true, channel = true, json = false;
   std::string device, host;
@@ -57,7 +57,7 @@ const char kUsage[] =
     "Without HOST: the server (start it first, same options). With HOST: the client.\n"
     "  -d DEV          ibverbs device (default: the first)\n"
     "  -p PORT         TCP port of the QP exchange (default 18517)\n"
-    "  -s BYTES        message size, 0..8192 (default 104: tictac's 8-byte message with\n"
+    "  -s BYTES        message size, 0..8192 (default 72: tictac's 8-byte message with\n"
     "                  its headers)\n"
     "  -n ITERS        round trips, 1..10000000 (default 2000); both sides must agree\n"
     "  --separate-cq   a send CQ and a receive CQ (perftest's layout) instead of one\n"

@@ -16,7 +16,7 @@ namespace tictac::transport::verbs {
 // of the header, none of the payload). False: take the backlog path.
 bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std::byte> header,
                                  const void* data, uint64_t token) {
-  const size_t total = sizeof(MsgHdr) + header.size() + mh.len;
+  const size_t total = sizeof(EagerHdr) + header.size() + mh.len;
   if (total > max_inline_ || total > kInlineBuf || !c.backlog.empty() || c.dead || !c.connected ||
       c.sq_used >= tune_.sq_depth) {
     return false;
@@ -76,11 +76,19 @@ ibv_send_wr VerbsBackend::signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op
 
 size_t VerbsBackend::packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,
                              const void* data, size_t len) {
-  std::memcpy(p, &mh, sizeof(MsgHdr));
-  reinterpret_cast<MsgHdr*>(p)->hdr_len = static_cast<uint16_t>(header_len);
-  if (header_len > 0) std::memcpy(p + sizeof(MsgHdr), header, header_len);
-  if (len > 0) std::memcpy(p + sizeof(MsgHdr) + header_len, data, len);
-  return sizeof(MsgHdr) + header_len + len;
+  const size_t head = msgHdrBytes(mh.kind);
+  if (head == sizeof(EagerHdr)) {
+    EagerHdr eh;
+    eh.hdr_len = static_cast<uint16_t>(header_len);
+    eh.len = static_cast<uint32_t>(mh.len);
+    std::memcpy(p, &eh, sizeof(eh));
+  } else {
+    std::memcpy(p, &mh, sizeof(MsgHdr));
+    reinterpret_cast<MsgHdr*>(p)->hdr_len = static_cast<uint16_t>(header_len);
+  }
+  if (header_len > 0) std::memcpy(p + head, header, header_len);
+  if (len > 0) std::memcpy(p + head + header_len, data, len);
+  return head + header_len + len;
 }
 
 uint64_t VerbsBackend::allocWork() {

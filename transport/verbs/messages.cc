@@ -70,7 +70,7 @@ void VerbsBackend::flushRecords(Conn& c) {
 bool VerbsBackend::postRecordBatch(Conn& c, const std::vector<Work>& works) {
   if (!c.backlog.empty() || c.dead || !c.connected || c.sq_used >= tune_.sq_depth) return false;
   size_t total = 0;
-  for (const Work& w : works) total += recordBytes(sizeof(MsgHdr) + w.mh.hdr_len);
+  for (const Work& w : works) total += recordBytes(msgHdrBytes(w.mh.kind) + w.mh.hdr_len);
   if (total > c.send_bytes) return false;
   const bool inl = total <= max_inline_ && total <= kInlineBuf;
   if (!inl && c.free_slots.empty()) return false;
@@ -122,14 +122,21 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
 
 size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
   MsgHdr mh;
-  bool ok = bytes >= sizeof(MsgHdr);
+  const size_t head = bytes > 0 ? msgHdrBytes(static_cast<uint8_t>(buf[0])) : sizeof(MsgHdr);
+  bool ok = bytes >= head;
   size_t need = 0;
-  if (ok) {
+  if (ok && head == sizeof(EagerHdr)) {
+    EagerHdr eh;
+    std::memcpy(&eh, buf, sizeof(eh));
+    mh.kind = eh.kind;
+    mh.hdr_len = eh.hdr_len;
+    mh.len = eh.len;
+    need = head + mh.hdr_len + mh.len;
+  } else if (ok) {
     std::memcpy(&mh, buf, sizeof(mh));
-    need = sizeof(MsgHdr) + mh.hdr_len;
-    if (mh.kind == static_cast<uint8_t>(MsgKind::kEager)) need += mh.len;
-    ok = mh.hdr_len <= kMaxCoreHeader && mh.len <= (uint64_t{1} << 48) && bytes >= need;
+    need = head + mh.hdr_len;
   }
+  ok = ok && mh.hdr_len <= kMaxCoreHeader && mh.len <= (uint64_t{1} << 48) && bytes >= need;
   if (!ok) {
     if (!c.reported) {
       c.reported = true;
@@ -139,14 +146,13 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
     }
     return 0;
   }
-  std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + sizeof(MsgHdr)),
-                                    mh.hdr_len);
+  std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + head), mh.hdr_len);
   switch (static_cast<MsgKind>(mh.kind)) {
     case MsgKind::kEager: {
       if (stats_.on && stats_.recv_polled_ns == 0) stats_.recv_polled_ns = Stats::nowNs();
       Incoming in;
       in.length = mh.len;
-      in.data = buf + sizeof(MsgHdr) + mh.hdr_len;
+      in.data = buf + head + mh.hdr_len;
       events_->onMessage(c.peer, header, in);
       if (in.retain_into != nullptr) {
         auto* r = new Retained();

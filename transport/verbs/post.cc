@@ -38,7 +38,7 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
   }
   MsgHdr mh;
   mh.len = len;
-  if (sizeof(MsgHdr) + header.size() + len <= c->send_bytes) {
+  if (sizeof(EagerHdr) + header.size() + len <= c->send_bytes) {
     mh.kind = static_cast<uint8_t>(MsgKind::kEager);
     if (!c->records.empty()) flushRecords(*c);  // messages to a peer keep their order
     if (postInlineNow(*c, mh, header, data, token)) return Status::ok();
@@ -165,7 +165,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     // An inline SEND is copied into the WQE by ibv_post_send: built on the
     // stack, it needs no bounce slot (and none is held until its completion).
     alignas(8) char inl[kInlineBuf];
-    size_t total = sizeof(MsgHdr) + w.mh.hdr_len + w.len;
+    size_t total = msgHdrBytes(w.mh.kind) + w.mh.hdr_len + w.len;
     inline_ok = total <= max_inline_ && total <= sizeof(inl);
     if (!inline_ok && c.free_slots.empty()) return ENOMEM;
     if (!inline_ok) slot = static_cast<int>(c.free_slots.back());

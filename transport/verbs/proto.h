@@ -5,7 +5,11 @@
 // backend's message header, which precedes the core's header in every SEND:
 //
 //   SEND [MsgHdr][core header (hdr_len bytes)][payload (kEager only)]
-//     kEager: the payload travels in the message (len bytes).
+//     kEager: the payload travels in the message (len bytes). Its MsgHdr
+//             is the 8-byte EagerHdr (kind, flags, hdr_len, len): small
+//             messages are latency-bound, and rxe copies and checksums
+//             every byte in software.
+//     The first byte of every MsgHdr form is its kind.
 //     kRts:   "ready to send" len payload bytes; send_id names the transfer.
 //     kCts:   "clear to send" from the receiver of kRts send_id: RDMA WRITE
 //             the payload to (addr, rkey), with immediate = recv_id; or, with
@@ -23,7 +27,7 @@
 namespace tictac::transport::verbs {
 
 inline constexpr uint32_t kBlobMagic = 0x56425854;  // "TXBV"
-inline constexpr uint16_t kBlobVersion = 2;  // 2: several records per SEND
+inline constexpr uint16_t kBlobVersion = 3;  // 2: several records per SEND; 3: EagerHdr
 
 struct AddressBlob {
   uint32_t magic = kBlobMagic;
@@ -59,6 +63,19 @@ struct MsgHdr {
   uint32_t reserved = 0;
 };
 static_assert(sizeof(MsgHdr) == 40, "message header layout");
+
+struct EagerHdr {  // the MsgHdr of a kEager message
+  uint8_t kind = static_cast<uint8_t>(MsgKind::kEager);
+  uint8_t flags = 0;     // none defined
+  uint16_t hdr_len = 0;  // core header bytes that follow
+  uint32_t len = 0;      // payload bytes (an eager message fits a receive buffer)
+};
+static_assert(sizeof(EagerHdr) == 8, "eager header layout");
+
+// Bytes of the MsgHdr form a message of this kind starts with.
+constexpr size_t msgHdrBytes(uint8_t kind) {
+  return kind == static_cast<uint8_t>(MsgKind::kEager) ? sizeof(EagerHdr) : sizeof(MsgHdr);
+}
 
 // Largest core header the backend carries.
 inline constexpr size_t kMaxCoreHeader = 128;
