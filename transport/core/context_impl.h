@@ -278,7 +278,12 @@ class ContextImpl : public BackendEvents {
   void progressLoop();
   bool armIdle();  // arm() without the pacing condition (wait.cc)
  public:
-  void wakeSleepers();  // after publishing work a sleeper must see (wait.cc)
+  // After publishing work a sleeper must see. Inline: send() and expect()
+  // call it every time, and there is rarely a sleeper to wake (wait.cc).
+  void wakeSleepers() {
+    if (wake_fd_ >= 0 && sleepers_.fetch_add(0, std::memory_order_seq_cst) != 0) wakeNow();
+  }
+  void wakeNow();  // writes wake_fd_ (wait.cc)
  private:
 
   ContextOptions opts_;

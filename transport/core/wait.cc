@@ -76,13 +76,13 @@ void ContextImpl::progressLoop() {
 
 int ContextImpl::eventFd() { return event_fd_; }
 
-void ContextImpl::wakeSleepers() {
-  // Pairs with progressFor()'s increment before it looks for work: either
-  // the sleeper sees what was published before this, or this sees it. A
-  // read-modify-write, not a fence and a load: the two RMWs on sleepers_ are
-  // ordered, and the later one synchronizes with the earlier (ThreadSanitizer
-  // models this; it does not model fences).
-  if (wake_fd_ < 0 || sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
+// wakeSleepers() (context_impl.h) calls this when a sleeper is counted. Its
+// fetch_add(0) pairs with progressFor()'s increment before it looks for
+// work: either the sleeper sees what was published before it, or it sees the
+// sleeper. A read-modify-write, not a fence and a load: the two RMWs on
+// sleepers_ are ordered, and the later one synchronizes with the earlier
+// (ThreadSanitizer models this; it does not model fences).
+void ContextImpl::wakeNow() {
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
 }

@@ -164,8 +164,9 @@ void VerbsBackend::onCompletion(const ibv_wc& wc) {
 
 void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
   if (wc.wr_id >= works_.size() || !works_[wc.wr_id].live) return;
-  Work w = works_[wc.wr_id];
-  freeWork(wc.wr_id);
+  // A reference, not a copy (a Work holds a 128-byte header): nothing below
+  // allocates a work, and the slot is freed once w is no longer read.
+  Work& w = works_[wc.wr_id];
   sq_total_--;
   if (stats_.on) {
     uint64_t now = Stats::nowNs();
@@ -181,12 +182,14 @@ void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
   if (wc.status == IBV_WC_SUCCESS) {
     if (w.report) sends_done_.emplace_back(w.token, Status::ok());
     if (w.own_mr != nullptr) ibv_dereg_mr(w.own_mr);
+    freeWork(wc.wr_id);
     return;
   }
   Status st(StatusCode::kPeerLost, std::string("verbs: ") +
                                        (w.kind == Work::kWrite ? "RDMA write" : "send") +
                                        " failed: " + ibv_wc_status_str(wc.status));
   failSendWork(w, st);
+  freeWork(wc.wr_id);
   if (c != nullptr && !c->dead) {
     if (!c->reported) {
       c->reported = true;
