@@ -131,8 +131,10 @@ class Backend {
   // and receive() lands them as well without one. The core then skips the
   // registration cache for them (sends and expects) and, on a backend
   // that also postsFromSend() and confirmsDelivery(), may post one straight
-  // from send() (the express send, docs/transport.md). 0: any payload may
-  // use its region. A pure function, any thread.
+  // from send() (the express send, docs/thread_model.md). Such a backend
+  // must also copy the header before post() returns (the express send's
+  // lives on the stack). 0: any payload may use its region, and the header
+  // must stay valid until onSendDone. A pure function, any thread.
   virtual size_t copiedPayloadMax() const { return 0; }
 
   // The CPUs close to the backend's device (its NUMA node's), ascending;

@@ -191,6 +191,13 @@ TEST_P(ChannelTest, DuplicatePendingSendFails) {
       std::fill(dst.begin(), dst.end(), 0);
     }
   }
+  // Every send that left counts in priorityStats(), express ones included
+  // (chunks: 100000 bytes are one chunk at the default chunk size).
+  auto stats = p.a->priorityStats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].bytes_sent, 2u * (100000u + 8u));
+  EXPECT_EQ(stats[0].ops, 4u);
+  EXPECT_EQ(stats[0].chunks, 4u);
 }
 
 TEST_P(ChannelTest, DestroyingContextsCompletesPendingOpsOnce) {

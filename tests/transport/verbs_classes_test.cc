@@ -143,5 +143,25 @@ TEST(VerbsClasses, PeerWithOtherClassesIsRefusedByName) {
   EXPECT_EQ(c->addPeer(1, la).code(), StatusCode::kProtocolError);
 }
 
+// A peer that advertises receive buffers too small for the small messages
+// every peer sends eager (a hostile or broken blob) is refused by name.
+TEST(VerbsClasses, PeerWithTinyReceiveBuffersIsRefused) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Events ea, eb;
+  auto a = makeBackend(&ea, "");
+  auto b = makeBackend(&eb, "");
+  ASSERT_TRUE(a && b);
+  (void)a->localAddress();
+  auto lb = b->localAddress();
+  verbs::AddressBlob blob;
+  ASSERT_GE(lb.size(), sizeof(blob));
+  std::memcpy(&blob, lb.data(), sizeof(blob));
+  blob.recv_bytes = 64;
+  std::memcpy(lb.data(), &blob, sizeof(blob));
+  Status s = a->addPeer(1, lb);
+  EXPECT_EQ(s.code(), StatusCode::kProtocolError);
+  EXPECT_NE(s.message().find("receive buffers of 64 bytes"), std::string::npos) << s.toString();
+}
+
 }  // namespace
 }  // namespace tictac::transport::test

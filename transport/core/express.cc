@@ -36,6 +36,7 @@ bool ContextImpl::startExpress(Submission& s) {
     ready_.emplace_back(std::move(s.handle), std::move(s.cb), lostOr(s.peer, st));
     return true;
   }
+  sched_->countUnscheduled(s.prio, s.len);  // priorityStats() as for a scheduled send
   express_.token = token;
   express_.key = key;
   express_.handle = std::move(s.handle);

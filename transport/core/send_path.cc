@@ -64,7 +64,7 @@ bool ContextImpl::postChunk(SendOp& op, const Chunk& c) {
 }
 
 void ContextImpl::onSendDone(uint64_t token, const Status& status) {
-  if (token == express_.token) return finishExpress(status);  // express tokens are never 0
+  if (express_.token != 0 && token == express_.token) return finishExpress(status);
   Post* pt = posts_.find(token);
   if (pt == nullptr) return;
   const wire::Header& h = pt->h;

@@ -178,6 +178,15 @@ class SendScheduler {
 
   // Per priority level ever enqueued (levels are kept once seen).
   std::map<uint32_t, PriorityCounters> counters() const;
+  // Counts an op of `bytes` sent in one chunk without passing through the
+  // scheduler (the core's express send): as sendWhole() counts it, and no
+  // queueing delay. The op is not known afterwards (knownOps()).
+  void countUnscheduled(uint32_t priority, size_t bytes) {
+    PriorityCounters& c = levels_[counterIndex(priority)].second;
+    c.bytes_sent += bytes;
+    c.chunks += 1;
+    c.ops += 1;
+  }
 
  private:
   struct Op {

@@ -46,7 +46,8 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEv
 
 Status VerbsBackend::init(const BackendOptions& options) {
   uint32_t tc = 0, sl = 0;
-  const uint32_t min_recv = sizeof(MsgHdr) + kMaxCoreHeader + kInlineMax;
+  const uint32_t min_recv = kMinRecvBytes;
+  static_assert(kMinRecvBytes == sizeof(MsgHdr) + kMaxCoreHeader + kInlineMax);
   for (Status s :
        {parseU32(options, "eager_bytes", min_recv, 1u << 20, &tune_.recv_bytes),
         parseU32(options, "sq_depth", 8, 16384, &tune_.sq_depth),

@@ -88,6 +88,9 @@ bool optionText(const BackendOptions& o, const char* key, std::string* out);
 Status verbsError(const std::string& what, int err);
 // kPeerLost "verbs: no live connection to peer N" (post.cc).
 Status peerGone(PeerId peer);
+// kProtocolError when a peer's blob advertises receive buffers below
+// kMinRecvBytes (connect.cc; both connection managers check it).
+Status checkRecvBytes(uint32_t recv_bytes);
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
 const ibv_mr* mrOf(const MemoryRegion* region);

@@ -132,6 +132,7 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
   if (rb.magic != kBlobMagic || rb.version != kBlobVersion || cb.magic != kCmMagic) {
     return {StatusCode::kProtocolError, "verbs address blob has a bad magic or version"};
   }
+  if (Status s = checkRecvBytes(rb.recv_bytes); !s) return s;
   if (cb.classes != 1) {
     return {StatusCode::kProtocolError,
             "peer uses " + std::to_string(cb.classes) + " QPs per peer, this side 1"};

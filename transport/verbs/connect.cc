@@ -12,6 +12,13 @@
 
 namespace tictac::transport::verbs {
 
+Status checkRecvBytes(uint32_t recv_bytes) {
+  if (recv_bytes >= kMinRecvBytes) return Status::ok();
+  return {StatusCode::kProtocolError,
+          "the peer advertises receive buffers of " + std::to_string(recv_bytes) +
+              " bytes, below the " + std::to_string(kMinRecvBytes) + " every peer keeps"};
+}
+
 namespace {
 
 // The QPs that this thread's last localAddress() created (see backend.h).
@@ -141,6 +148,7 @@ Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   if (rb.magic != kBlobMagic || rb.version != kBlobVersion) {
     return {StatusCode::kProtocolError, "verbs address blob has a bad magic or version"};
   }
+  if (Status s = checkRecvBytes(rb.recv_bytes); !s) return s;
   const size_t theirs = rb.classes == 0 ? 1 : rb.classes;
   if (theirs != classCount()) {
     return {StatusCode::kProtocolError, "the peer makes " + std::to_string(theirs) +

@@ -6,7 +6,9 @@
 // first, chunk by chunk. The send completes when the receiver has confirmed
 // every byte. expect() pre-posts where a tensor lands: data goes straight into
 // it. A send and an expect match on (id, iteration); the sizes must be equal,
-// otherwise both fail with kSizeMismatch. An incoming tensor without an expect
+// otherwise both fail with kSizeMismatch (the sender of a tensor that fits
+// one eager message may complete ok first, where the backend's completion
+// confirms delivery: verbs; see docs/transport.md). An incoming tensor without an expect
 // waits (its data stays with the backend) until one is posted.
 //
 // Threading: every method is thread safe and never blocks on the network.
