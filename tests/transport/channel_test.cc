@@ -200,6 +200,25 @@ TEST_P(ChannelTest, DuplicatePendingSendFails) {
   EXPECT_EQ(stats[0].chunks, 4u);
 }
 
+// A small send still pending when its channel closes (on verbs an express
+// send: posted, its completion not yet polled) completes exactly once:
+// ok if the completion came first, else canceled.
+TEST_P(ChannelTest, SmallSendPendingAtCloseCompletesOnce) {
+  Pair p = makePair(GetParam(), false);
+  std::atomic<int> fired{0};
+  std::vector<char> a(8, 3);
+  auto s = p.ab->send({4, 0, ""}, a.data(), a.size(), std::nullopt,
+                      [&](const Status&) { fired++; });
+  ASSERT_TRUE(s);
+  p.ab->close();
+  ASSERT_TRUE(driveUntilDone(p, {s.value()}, 5s));
+  spin(p, 100);
+  EXPECT_EQ(fired.load(), 1);
+  StatusCode code = s.value()->status().code();
+  EXPECT_TRUE(code == StatusCode::kOk || code == StatusCode::kCanceled)
+      << s.value()->status().toString();
+}
+
 TEST_P(ChannelTest, DestroyingContextsCompletesPendingOpsOnce) {
   std::atomic<int> fired{0};
   std::vector<char> dst(100);
