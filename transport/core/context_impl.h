@@ -212,11 +212,11 @@ class ContextImpl : public BackendEvents {
   // such payloads and confirms their delivery. It is posted here as the
   // tensor's only chunk (kFlagLast | kFlagNoAck) and held in express_ alone:
   // no scheduler op, no send-key entry, no registration lookup, no post
-  // record. Its backend completion finishes it (finishExpress); a lost peer
-  // fails it (failPeer). It cannot be canceled (all handed, as any op whose
-  // last chunk was posted). False: take startSend().
+  // record. Its backend completion (onSendDone) or a lost peer (failPeer)
+  // ends it with endExpress. It cannot be canceled (all handed, as any op
+  // whose last chunk was posted). False: take startSend().
   bool startExpress(Submission& s);
-  void finishExpress(const Status& status);
+  void endExpress(Status st);  // queues its completion with st; frees the slot
   struct Express {
     uint64_t token = 0;  // the post's backend token; 0: no express send pending
     PeerKey key{};
@@ -290,7 +290,7 @@ class ContextImpl : public BackendEvents {
   std::unique_ptr<Backend> backend_;
   bool posts_from_send_ = false;  // backend_->postsFromSend(), read once by create()
   size_t copied_max_ = 0;         // backend_->copiedPayloadMax(), read once by create()
-  size_t express_bytes_ = 0;      // copied_max_ when posts_from_send_, else 0
+  size_t express_bytes_ = 0;      // min(copied_max_, chunk) when posts_from_send_, else 0
   std::unique_ptr<RegCache> cache_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<SendScheduler> sched_;

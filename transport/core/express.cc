@@ -44,8 +44,7 @@ bool ContextImpl::startExpress(Submission& s) {
   return true;
 }
 
-void ContextImpl::finishExpress(const Status& status) {
-  Status st = status ? Status::ok() : lostOr(express_.key.peer, status);
+void ContextImpl::endExpress(Status st) {
   ready_.emplace_back(std::move(express_.handle), std::move(express_.cb), std::move(st));
   express_ = Express{};
 }

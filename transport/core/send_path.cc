@@ -64,7 +64,9 @@ bool ContextImpl::postChunk(SendOp& op, const Chunk& c) {
 }
 
 void ContextImpl::onSendDone(uint64_t token, const Status& status) {
-  if (express_.token != 0 && token == express_.token) return finishExpress(status);
+  if (express_.token != 0 && token == express_.token) {
+    return endExpress(status ? Status::ok() : lostOr(express_.key.peer, status));
+  }
   Post* pt = posts_.find(token);
   if (pt == nullptr) return;
   const wire::Header& h = pt->h;
@@ -191,10 +193,7 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
   pit->second.acks.clear();
   pit->second.ctrl.clear();
   backend_->removePeer(peer);  // its posts and receives complete later (with errors)
-  if (express_.token != 0 && express_.key.peer == peer) {  // its completion will find no op
-    ready_.emplace_back(std::move(express_.handle), std::move(express_.cb), why);
-    express_ = Express{};
-  }
+  if (express_.token != 0 && express_.key.peer == peer) endExpress(why);  // its completion finds none
   std::vector<uint64_t> dropped;
   sched_->failPeer(peer, &dropped);
   for (uint64_t id : sends_.idsWhere([&](const SendOp& op) { return op.peer == peer; })) {

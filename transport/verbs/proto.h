@@ -83,7 +83,7 @@ inline constexpr size_t kMaxCoreHeader = 128;
 // the largest handshake record plus the largest core header plus the
 // transport's kInlineMax (4096, transport/backend.h), so that small messages
 // and acks always travel eager. addPeer() refuses a blob below it.
-inline constexpr uint32_t kMinRecvBytes = 40 + kMaxCoreHeader + 4096;
+inline constexpr uint32_t kMinRecvBytes = sizeof(MsgHdr) + kMaxCoreHeader + 4096;
 // Local, not on the wire: the wr_id bit of receive work requests, and the
 // largest inline SEND built on the stack.
 inline constexpr uint64_t kRecvBit = uint64_t{1} << 63;
