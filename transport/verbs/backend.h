@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "transport/verbs/cm.h"
+#include "transport/verbs/compact.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/proto.h"
 #include "transport/verbs/stats.h"
@@ -137,6 +138,7 @@ class VerbsBackend final : public Backend {
     ibv_qp* qp;
     uint8_t cls;
     uint64_t posted;
+    uint64_t compact;  // of those, compact eager messages (compact.h)
   };
   std::vector<ClassQpInfo> peerQps(PeerId peer) const;
   static constexpr size_t kMaxClasses = 8;
@@ -164,7 +166,9 @@ class VerbsBackend final : public Backend {
     uint32_t send_bytes = 0;  // largest SEND the peer accepts
     uint8_t cls = 0;          // priority class (index into Tuning::class_*)
     uint64_t posted = 0;      // send work requests posted (peerQps)
+    uint64_t compact = 0;     // ... of which compact eager messages
     bool two_sge = false;     // the QP takes two send SGEs (zero-copy eager SENDs)
+    CompactBase tx_base, rx_base;  // compact eager messages, each direction (compact.h)
     bool connected = false, dead = false, reported = false;
   };
   struct Work {  // one outbound operation, queued or posted
@@ -256,6 +260,10 @@ class VerbsBackend final : public Backend {
   // payload; returns the total. p must hold that many bytes.
   // One signaled SEND of len bytes at p (in c's send MR, or inline): wr_id id.
   int postSend(Conn& c, uint64_t id, const char* p, size_t len, bool inl);
+  // A signaled SEND WITH IMMEDIATE of the payload alone (a compact message):
+  // inline, or from (p, lkey).
+  int postCompact(Conn& c, uint64_t id, const char* p, size_t len, uint32_t lkey, bool inl,
+                  uint32_t imm);
   // A signaled work request of one SGE (the caller fills the rest).
   static ibv_send_wr signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op, unsigned flags);
   static size_t packMsg(char* p, const MsgHdr& mh, const void* header, size_t header_len,
@@ -270,6 +278,10 @@ class VerbsBackend final : public Backend {
   void onRecv(Conn& c, const ibv_wc& wc);
   // One record of a received SEND; returns its bytes (0: malformed, reported).
   size_t onMsg(Conn& c, const char* buf, size_t bytes);
+  // An eager payload (full or compact) to the core; copied if it keeps it.
+  void deliverEager(Conn& c, std::span<const std::byte> header, const char* data, size_t len);
+  // A compact message (SEND WITH IMMEDIATE): its header rebuilt, then delivered.
+  void onCompact(Conn& c, const char* buf, size_t len, uint32_t imm);
   // Handshake record (kRts, kCts) batching (messages.cc): defer one (posted
   // at once when rts_batch is 1), post a Conn's, post every Conn's (true when
   // some were deferred), and the single-SEND post of a batch.

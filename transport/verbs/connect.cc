@@ -245,7 +245,7 @@ std::vector<VerbsBackend::ClassQpInfo> VerbsBackend::peerQps(PeerId peer) const 
   if (it == peers_.end()) return out;
   for (uint32_t q : it->second) {
     const Conn& c = *conns_.at(q);
-    out.push_back({c.qp, c.cls, c.posted});
+    out.push_back({c.qp, c.cls, c.posted, c.compact});
   }
   return out;
 }

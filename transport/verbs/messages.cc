@@ -111,6 +111,10 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
     return;
   }
   const char* buf = c.rbuf.data() + (wc.wr_id & 0xffffffffu) * size_t{tune_.recv_bytes};
+  if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) {
+    onCompact(c, buf, wc.byte_len, ntohl(wc.imm_data));
+    return;
+  }
   size_t left = wc.byte_len;
   for (;;) {
     size_t used = recordBytes(onMsg(c, buf, left));
@@ -149,17 +153,11 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
   std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + head), mh.hdr_len);
   switch (static_cast<MsgKind>(mh.kind)) {
     case MsgKind::kEager: {
-      if (stats_.on && stats_.recv_polled_ns == 0) stats_.recv_polled_ns = Stats::nowNs();
-      Incoming in;
-      in.length = mh.len;
-      in.data = buf + head + mh.hdr_len;
-      events_->onMessage(c.peer, header, in);
-      if (in.retain_into != nullptr) {
-        auto* r = new Retained();
-        auto* p = static_cast<const char*>(in.data);
-        r->copy.assign(p, p + mh.len);
-        *in.retain_into = r;
+      wire::Header h;
+      if (compactParse(header.data(), header.size(), &h) && compactEligible(h)) {
+        compactUpdate(c.rx_base, h);
       }
+      deliverEager(c, header, buf + head + mh.hdr_len, mh.len);
       return need;
     }
     case MsgKind::kRts: {
@@ -207,6 +205,34 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
                                         "verbs: unknown message kind " + std::to_string(mh.kind)));
   }
   return 0;
+}
+
+void VerbsBackend::onCompact(Conn& c, const char* buf, size_t len, uint32_t imm) {
+  wire::Header h;
+  if (!compactDecode(c.rx_base, imm, static_cast<uint32_t>(len), &h)) {
+    if (!c.reported) {
+      c.reported = true;
+      events_->onPeerError(c.peer, Status(StatusCode::kProtocolError,
+                                          "verbs: compact message before any full one"));
+    }
+    return;
+  }
+  compactUpdate(c.rx_base, h);
+  deliverEager(c, wire::asBytes(h), buf, len);
+}
+
+void VerbsBackend::deliverEager(Conn& c, std::span<const std::byte> header, const char* data,
+                                size_t len) {
+  if (stats_.on && stats_.recv_polled_ns == 0) stats_.recv_polled_ns = Stats::nowNs();
+  Incoming in;
+  in.length = len;
+  in.data = data;
+  events_->onMessage(c.peer, header, in);
+  if (in.retain_into != nullptr) {
+    auto* r = new Retained();
+    r->copy.assign(data, data + len);
+    *in.retain_into = r;
+  }
 }
 
 }  // namespace tictac::transport::verbs

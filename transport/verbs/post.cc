@@ -161,16 +161,28 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   int rc = 0;
   bool inline_ok = false;
   uint64_t write_start_ns = 0;
+  wire::Header h;
+  const bool eligible = w.kind == Work::kMsg && w.mh.kind == static_cast<uint8_t>(MsgKind::kEager) &&
+                        compactParse(w.hdr, w.mh.hdr_len, &h) && compactEligible(h);
+  uint32_t imm = 0;
+  const bool compact = eligible && compactEncode(c.tx_base, h, &imm);
   if (w.kind == Work::kMsg) {
     // An inline SEND is copied into the WQE by ibv_post_send: built on the
     // stack, it needs no bounce slot (and none is held until its completion).
     alignas(8) char inl[kInlineBuf];
-    size_t total = msgHdrBytes(w.mh.kind) + w.mh.hdr_len + w.len;
+    size_t total = compact ? w.len : msgHdrBytes(w.mh.kind) + w.mh.hdr_len + w.len;
     inline_ok = total <= max_inline_ && total <= sizeof(inl);
-    if (!inline_ok && c.free_slots.empty()) return ENOMEM;
-    if (!inline_ok) slot = static_cast<int>(c.free_slots.back());
-    char* p = inline_ok ? inl : c.sbuf.data() + size_t(slot) * tune_.recv_bytes;
-    if (!inline_ok && w.zero_copy) {
+    // A compact payload in registered memory is sent from there: no slot.
+    const bool direct = compact && w.zero_copy && !inline_ok;
+    if (!inline_ok && !direct && c.free_slots.empty()) return ENOMEM;
+    if (!inline_ok && !direct) slot = static_cast<int>(c.free_slots.back());
+    char* p = inline_ok ? inl : slot >= 0 ? c.sbuf.data() + size_t(slot) * tune_.recv_bytes : nullptr;
+    if (compact) {
+      if (!direct && w.len > 0) std::memcpy(p, w.data, w.len);
+      rc = postCompact(c, id, direct ? w.data : p, w.len, direct ? w.lkey : c.smr->lkey, inline_ok,
+                       imm);
+      if (rc == 0 && stats_.on) stats_.zero_copy_sends += direct;
+    } else if (!inline_ok && w.zero_copy) {
       // Zero copy: the headers from the bounce slot, the payload from the
       // caller's registered buffer (held until this SEND completes).
       size_t head = packMsg(p, w.mh, w.hdr, w.mh.hdr_len, nullptr, 0);
@@ -201,7 +213,9 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     if (rc == 0) ++c.posted;
   }
   if (rc != 0) return rc;
+  if (eligible) compactUpdate(c.tx_base, h);
   if (stats_.on) {
+    stats_.compact_sends += compact;
     w.posted_ns = Stats::nowNs();
     if (w.kind == Work::kWrite) {
       stats_.onWritePosted(write_start_ns);

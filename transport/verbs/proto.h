@@ -14,6 +14,10 @@
 //     kCts:   "clear to send" from the receiver of kRts send_id: RDMA WRITE
 //             the payload to (addr, rkey), with immediate = recv_id; or, with
 //             kFlagDrop, the payload is not wanted (the send completes).
+//   SEND WITH IMMEDIATE [payload]: a compact eager message; the immediate
+//             and the QP's previous data header rebuild its core header
+//             (compact.h). No MsgHdr, no core header: a 4 KiB tensor is one
+//             packet at a 4096-byte MTU.
 //   RDMA WRITE WITH IMMEDIATE recv_id: the payload of one rendezvous transfer
 //             (the receiver's receive() completes on its arrival).
 // A SEND may carry several records back to back, each padded to 8 bytes
@@ -27,7 +31,8 @@
 namespace tictac::transport::verbs {
 
 inline constexpr uint32_t kBlobMagic = 0x56425854;  // "TXBV"
-inline constexpr uint16_t kBlobVersion = 3;  // 2: several records per SEND; 3: EagerHdr
+// 2: several records per SEND; 3: EagerHdr; 4: compact eager messages (compact.h)
+inline constexpr uint16_t kBlobVersion = 4;
 
 struct AddressBlob {
   uint32_t magic = kBlobMagic;

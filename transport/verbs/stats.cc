@@ -109,6 +109,7 @@ void Stats::print(const char* who) const {
       "\"gaps_over_1ms\":%llu,\"gap_max_us\":%.0f,\"send_cqes\":%llu,\"recv_cqes\":%llu,"
       "\"send_mean_us\":%.1f,\"send_max_us\":%.0f,\"sends_over_1ms\":%llu,"
       "\"backlog_waits\":%llu,\"inline_sends\":%llu,\"direct_sends\":%llu,\"zero_copy_sends\":%llu,"
+      "\"compact_sends\":%llu,"
       "\"cts\":%llu,\"cts_mean_"
       "us\":%.1f,"
       "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
@@ -124,6 +125,7 @@ void Stats::print(const char* who) const {
       static_cast<unsigned long long>(sends_over_1ms),
       static_cast<unsigned long long>(backlog_waits), static_cast<unsigned long long>(inline_sends),
       static_cast<unsigned long long>(direct_sends), static_cast<unsigned long long>(zero_copy_sends),
+      static_cast<unsigned long long>(compact_sends),
       static_cast<unsigned long long>(cts),
       cts ? us(cts_ns) / static_cast<double>(cts) : 0.0, us(cts_max_ns),
       static_cast<unsigned long long>(bubbles), us(bubble_ns),

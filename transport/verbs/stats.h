@@ -37,6 +37,7 @@ struct Stats {
   uint64_t inline_sends = 0;   // SENDs posted with IBV_SEND_INLINE
   uint64_t direct_sends = 0;   // ... of which posted at once by post() (no backlog pass)
   uint64_t zero_copy_sends = 0;  // eager SENDs of a payload from registered memory
+  uint64_t compact_sends = 0;    // eager SENDs of the payload alone (compact.h)
   // Rendezvous sender: kRts queued -> its kCts arrived, and the stretches in
   // which no RDMA WRITE was in flight while a transfer waited for its kCts
   // (the wire idles on the handshake: a pipeline bubble), from the last
