@@ -168,13 +168,14 @@ TEST_P(ChannelTest, DuplicatePendingExpectFails) {
   EXPECT_TRUE(p.ba->cancel(e1.value()));
 }
 
-// 100000 bytes take the scheduler's path; 8 may leave from send() itself (the
-// express send, docs/transport.md). Either way a second send of a tensor
+// 100000 bytes take the scheduler's path; 4096 and 8 may leave from send()
+// itself (the express send, docs/thread_model.md: 4096 from its registration,
+// 8 copied). Either way a second send of a tensor
 // before the first completed is refused, the first still arrives, and once
 // it completed the key is free again.
 TEST_P(ChannelTest, DuplicatePendingSendFails) {
   Pair p = makePair(GetParam(), false);
-  for (size_t len : {size_t{100000}, size_t{8}}) {
+  for (size_t len : {size_t{100000}, size_t{4096}, size_t{8}}) {
     std::vector<char> a(len, 1), dst(len);
     auto s1 = p.ab->send({len, 1, ""}, a.data(), a.size());
     auto s2 = p.ab->send({len, 1, ""}, a.data(), a.size());
@@ -195,9 +196,9 @@ TEST_P(ChannelTest, DuplicatePendingSendFails) {
   // (chunks: 100000 bytes are one chunk at the default chunk size).
   auto stats = p.a->priorityStats();
   ASSERT_EQ(stats.size(), 1u);
-  EXPECT_EQ(stats[0].bytes_sent, 2u * (100000u + 8u));
-  EXPECT_EQ(stats[0].ops, 4u);
-  EXPECT_EQ(stats[0].chunks, 4u);
+  EXPECT_EQ(stats[0].bytes_sent, 2u * (100000u + 4096u + 8u));
+  EXPECT_EQ(stats[0].ops, 6u);
+  EXPECT_EQ(stats[0].chunks, 6u);
 }
 
 // A small send still pending when its channel closes (on verbs an express

@@ -208,11 +208,11 @@ class ContextImpl : public BackendEvents {
   void startSend(Submission& s, bool at_once = false);
   // The express send (express.cc): a send of 1..express_bytes_ bytes into a
   // context with no send in flight (the scheduler knows no op, no express
-  // send pending), unpaced, on a backend that posts from send(), copies
-  // such payloads and confirms their delivery. It is posted here as the
+  // send pending), unpaced, on a backend that posts from send() and
+  // confirms the delivery of such payloads. It is posted here as the
   // tensor's only chunk (kFlagLast | kFlagNoAck) and held in express_ alone:
-  // no scheduler op, no send-key entry, no registration lookup, no post
-  // record. Its backend completion (onSendDone) or a lost peer (failPeer)
+  // no scheduler op, no send-key entry, no post record, and a registration
+  // lookup only above copiedPayloadMax. Its backend completion (onSendDone) or a lost peer (failPeer)
   // ends it with endExpress. It cannot be canceled (all handed, as any op
   // whose last chunk was posted). False: take startSend().
   bool startExpress(Submission& s);
@@ -290,7 +290,7 @@ class ContextImpl : public BackendEvents {
   std::unique_ptr<Backend> backend_;
   bool posts_from_send_ = false;  // backend_->postsFromSend(), read once by create()
   size_t copied_max_ = 0;         // backend_->copiedPayloadMax(), read once by create()
-  size_t express_bytes_ = 0;      // min(copied_max_, chunk) when posts_from_send_, else 0
+  size_t express_bytes_ = 0;  // min(max(copied_max_, kInlineMax), chunk) if posts_from_send_, else 0
   std::unique_ptr<RegCache> cache_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<SendScheduler> sched_;

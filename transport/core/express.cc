@@ -4,9 +4,10 @@
 //
 // Why: a ping-pong's reply is latency-bound, and in the soft-RoCE guest each
 // table the regular path touches (scheduler op, send key, registration
-// lookup, post record) costs a fraction of a microsecond a turn
-// (docs/perf.md, "Session 18"). Nothing else is in flight then, so nothing
-// can be overtaken: no scheduling decision is skipped, only its bookkeeping.
+// lookup below copiedPayloadMax, post record) costs a fraction of a
+// microsecond a turn (docs/perf.md, "Session 18"; up to kInlineMax since
+// session 19). Nothing else is in flight then, so nothing can be overtaken:
+// no scheduling decision is skipped, only its bookkeeping.
 #include "transport/core/context_impl.h"
 
 namespace tictac::transport {
@@ -17,7 +18,15 @@ bool ContextImpl::startExpress(Submission& s) {
   // A lost peer, or a failed send of the same tensor still held by the
   // backend: startSend() reports it.
   if (peer == nullptr || send_keys_.find(key) != nullptr) return false;
-  if (!backend_->confirmsDelivery(s.len, nullptr)) return false;
+  // Above copiedPayloadMax the payload is sent from its registration (a
+  // failed lookup: startSend() reports it).
+  const MemoryRegion* region = nullptr;
+  if (s.len > copied_max_) {
+    Result<const MemoryRegion*> reg = cache_->lookup(s.buf, s.len);
+    if (!reg) return false;
+    region = reg.value();
+  }
+  if (!backend_->confirmsDelivery(s.len, region)) return false;
   wire::Header h;
   h.type = static_cast<uint8_t>(wire::MsgType::kData);
   h.flags = wire::kFlagLast | wire::kFlagNoAck;  // the completion confirms it
@@ -30,7 +39,7 @@ bool ContextImpl::startExpress(Submission& s) {
   const uint64_t token = next_token_++;
   // The backend copies the header (and, by copiedPayloadMax, the payload
   // before the completion): h may die with this frame.
-  Status st = backend_->post(s.peer, wire::asBytes(h), s.buf, s.len, nullptr, token, s.prio);
+  Status st = backend_->post(s.peer, wire::asBytes(h), s.buf, s.len, region, token, s.prio);
   queued_sends_.fetch_sub(1);
   if (!st) {
     ready_.emplace_back(std::move(s.handle), std::move(s.cb), lostOr(s.peer, st));
