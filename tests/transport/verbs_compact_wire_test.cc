@@ -5,7 +5,9 @@
 // receiver must see every header byte for byte and every payload intact, in
 // order, and the sender must have sent compact exactly the messages
 // transport/verbs/compact.h allows.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 
 #include <chrono>
 #include <cstring>
@@ -108,6 +110,39 @@ TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
   ASSERT_EQ(qps.size(), 1u);
   EXPECT_EQ(qps[0].compact, want_compact);
   EXPECT_EQ(qps[0].posted, uint64_t{kMsgs});
+}
+
+// A hostile or broken peer whose first message is a SEND WITH IMMEDIATE (a
+// compact message with no full one before it to rebuild from): the receiver
+// reports a protocol error of that peer by name and delivers nothing. The
+// SEND is posted raw on the sender backend's own QP, bypassing its logic.
+TEST(VerbsCompactWire, CompactMessageBeforeAnyFullOneIsAProtocolError) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Events ea, eb;
+  auto a = makeBackend(&ea);
+  auto b = makeBackend(&eb);
+  ASSERT_TRUE(a && b);
+  auto la = a->localAddress(), lb = b->localAddress();
+  ASSERT_TRUE(a->addPeer(1, lb));
+  ASSERT_TRUE(b->addPeer(1, la));
+  auto qps = static_cast<verbs::VerbsBackend*>(b.get())->peerQps(1);
+  ASSERT_EQ(qps.size(), 1u);
+  char payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ibv_sge sge{reinterpret_cast<uintptr_t>(payload), sizeof(payload), 0};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.send_flags = IBV_SEND_INLINE;  // unsignaled: b's CQ sees nothing of it
+  wr.imm_data = htonl(0x00100001u);
+  ASSERT_EQ(ibv_post_send(qps[0].qp, &wr, &bad), 0);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (ea.failures == 0 && std::chrono::steady_clock::now() < until) a->progress();
+  EXPECT_EQ(ea.failures, 1);
+  EXPECT_NE(ea.error.find("compact message before any full one"), std::string::npos) << ea.error;
+  EXPECT_TRUE(ea.headers.empty());
 }
 
 }  // namespace
