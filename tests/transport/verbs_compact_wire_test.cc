@@ -48,15 +48,21 @@ std::unique_ptr<Backend> makeBackend(Events* ev) {
   return b ? std::move(b.value()) : nullptr;
 }
 
+// Two backends on rxe, a's peer 1 is b and b's peer 1 is a.
+void connectPair(Events* ea, Events* eb, std::unique_ptr<Backend>* a, std::unique_ptr<Backend>* b) {
+  *a = makeBackend(ea);
+  *b = makeBackend(eb);
+  ASSERT_TRUE(*a && *b);
+  auto la = (*a)->localAddress(), lb = (*b)->localAddress();
+  ASSERT_TRUE((*a)->addPeer(1, lb));
+  ASSERT_TRUE((*b)->addPeer(1, la));
+}
+
 TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   Events ea, eb;
-  auto a = makeBackend(&ea);
-  auto b = makeBackend(&eb);
-  ASSERT_TRUE(a && b);
-  auto la = a->localAddress(), lb = b->localAddress();
-  ASSERT_TRUE(a->addPeer(1, lb));
-  ASSERT_TRUE(b->addPeer(1, la));
+  std::unique_ptr<Backend> a, b;
+  ASSERT_NO_FATAL_FAILURE(connectPair(&ea, &eb, &a, &b));
 
   constexpr int kMsgs = 300;
   const size_t lens[] = {0, 8, 1000, 4032, 4096, 4097, 8000};
@@ -119,12 +125,8 @@ TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
 TEST(VerbsCompactWire, CompactMessageBeforeAnyFullOneIsAProtocolError) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   Events ea, eb;
-  auto a = makeBackend(&ea);
-  auto b = makeBackend(&eb);
-  ASSERT_TRUE(a && b);
-  auto la = a->localAddress(), lb = b->localAddress();
-  ASSERT_TRUE(a->addPeer(1, lb));
-  ASSERT_TRUE(b->addPeer(1, la));
+  std::unique_ptr<Backend> a, b;
+  ASSERT_NO_FATAL_FAILURE(connectPair(&ea, &eb, &a, &b));
   auto qps = static_cast<verbs::VerbsBackend*>(b.get())->peerQps(1);
   ASSERT_EQ(qps.size(), 1u);
   char payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
