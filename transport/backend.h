@@ -129,11 +129,13 @@ class Backend {
   // Payloads of at most this many bytes need no region: post() copies them
   // (into the message or a bounce slot) and posts them as well without one,
   // and receive() lands them as well without one. The core then skips the
-  // registration cache for them (sends and expects) and, on a backend
-  // that also postsFromSend() and confirmsDelivery(), may post one straight
-  // from send() (the express send, docs/thread_model.md). Such a backend
-  // must also copy the header before post() returns (the express send's
-  // lives on the stack). 0: any payload may use its region, and the header
+  // registration cache for them (sends and expects). On a backend that
+  // postsFromSend() and confirmsDelivery(), the core may post a send of up
+  // to max(copiedPayloadMax(), kInlineMax) bytes straight from send() (the
+  // express send, docs/thread_model.md; with its region above
+  // copiedPayloadMax()). Such a backend must copy the header before post()
+  // returns (the express send's lives on the stack) and send payloads of up
+  // to kInlineMax bytes in one message. 0: any payload may use its region, and the header
   // must stay valid until onSendDone. A pure function, any thread.
   virtual size_t copiedPayloadMax() const { return 0; }
 

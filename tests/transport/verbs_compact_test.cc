@@ -2,12 +2,12 @@
 // immediate rebuilds exactly the header that was sent, out-of-range changes
 // fall back to a full header, and a sender and a receiver that apply the
 // same updates in QP order never disagree about the base.
-#include "transport/verbs/compact.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+
+#include "transport/verbs/compact.h"
 
 namespace tictac::transport::verbs {
 namespace {

@@ -1,14 +1,16 @@
 // Compact eager messages over rxe (suite 'verbs', run inside
 // tools/softroce-vm): two verbs backends, a stream of data headers of every
 // kind (compact-eligible with small and large changes, acked, hashed ids)
-// and payloads from 0 B to the largest eager size, copied and zero-copy. The
-// receiver must see every header byte for byte and every payload intact, in
-// order, and the sender must have sent compact exactly the messages
-// transport/verbs/compact.h allows.
+// and payloads from 0 B to the largest eager size, copied and zero-copy, over
+// one QP and over two priority classes. The receiver must see every header
+// byte for byte and every payload intact, each QP's in order, and the sender
+// must have sent compact exactly the messages transport/verbs/compact.h
+// allows; a compact message before any full one is a protocol error.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -40,38 +42,48 @@ struct Events : BackendEvents {
   }
 };
 
-std::unique_ptr<Backend> makeBackend(Events* ev) {
+std::unique_ptr<Backend> makeBackend(Events* ev, const std::string& bounds = "") {
   BackendOptions o;
   o.config = {{"address", "127.0.0.1"}};
+  if (!bounds.empty()) o.config["class_bounds"] = bounds;
   auto b = verbs::create(o, ev);
   EXPECT_TRUE(b) << b.status().toString();
   return b ? std::move(b.value()) : nullptr;
 }
 
 // Two backends on rxe, a's peer 1 is b and b's peer 1 is a.
-void connectPair(Events* ea, Events* eb, std::unique_ptr<Backend>* a, std::unique_ptr<Backend>* b) {
-  *a = makeBackend(ea);
-  *b = makeBackend(eb);
+void connectPair(Events* ea, Events* eb, std::unique_ptr<Backend>* a, std::unique_ptr<Backend>* b,
+                 const std::string& bounds = "") {
+  *a = makeBackend(ea, bounds);
+  *b = makeBackend(eb, bounds);
   ASSERT_TRUE(*a && *b);
   auto la = (*a)->localAddress(), lb = (*b)->localAddress();
   ASSERT_TRUE((*a)->addPeer(1, lb));
   ASSERT_TRUE((*b)->addPeer(1, la));
 }
 
-TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
+// One QP per peer, and two (class_bounds "100": priorities 0 and 500 take
+// different QPs, each with its own base; the stream alternates between them).
+class VerbsCompactWire : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
   TICTAC_REQUIRE_RDMA_DEVICE();
+  const std::string bounds = GetParam();
+  const size_t classes = bounds.empty() ? 1 : 2;
   Events ea, eb;
   std::unique_ptr<Backend> a, b;
-  ASSERT_NO_FATAL_FAILURE(connectPair(&ea, &eb, &a, &b));
+  ASSERT_NO_FATAL_FAILURE(connectPair(&ea, &eb, &a, &b, bounds));
 
   constexpr int kMsgs = 300;
   const size_t lens[] = {0, 8, 1000, 4032, 4096, 4097, 8000};
   std::vector<std::vector<char>> src(kMsgs);
   std::vector<std::unique_ptr<MemoryRegion>> regions(kMsgs);
   std::vector<wire::Header> sent(kMsgs);
-  verbs::CompactBase model;
-  uint64_t want_compact = 0;
+  verbs::CompactBase model[2];
+  uint64_t want_compact[2] = {0, 0}, want_posted[2] = {0, 0};
   for (int i = 0; i < kMsgs; ++i) {
+    const uint32_t prio = i % 3 == 0 ? 0 : 500;
+    const size_t cls = classes == 2 && prio >= 100 ? 1 : 0;
     const size_t len = lens[i % 7];
     src[i].resize(len);
     for (size_t k = 0; k < len; ++k) src[i][k] = static_cast<char>(k * 13 + i);
@@ -85,8 +97,9 @@ TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
     h.total_len = len;
     h.length = static_cast<uint32_t>(len);
     uint32_t imm = 0;
-    want_compact += verbs::compactEncode(model, h, &imm);
-    if (verbs::compactEligible(h)) verbs::compactUpdate(model, h);
+    want_compact[cls] += verbs::compactEncode(model[cls], h, &imm);
+    want_posted[cls]++;
+    if (verbs::compactEligible(h)) verbs::compactUpdate(model[cls], h);
     const MemoryRegion* region = nullptr;
     if (i % 2 == 1 && len > 0) {  // registered: zero-copy from 1 KiB
       auto r = a->registerMemory(src[i].data(), len);
@@ -94,9 +107,9 @@ TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
       regions[i] = std::move(r.value());
       region = regions[i].get();
     }
-    ASSERT_TRUE(a->post(1, wire::asBytes(h), src[i].data(), len, region, i + 1, 0));
+    ASSERT_TRUE(a->post(1, wire::asBytes(h), src[i].data(), len, region, i + 1, prio));
   }
-  ASSERT_GT(want_compact, 100u);  // the stream exercises the compact form
+  ASSERT_GT(want_compact[0] + want_compact[1], 100u);  // the stream exercises the compact form
 
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while ((eb.headers.size() < kMsgs || ea.sends_ok < kMsgs) && ea.failures + eb.failures == 0 &&
@@ -107,22 +120,41 @@ TEST(VerbsCompactWire, EveryHeaderAndPayloadArrivesAsPosted) {
   ASSERT_EQ(ea.failures + eb.failures, 0) << ea.error << eb.error;
   ASSERT_EQ(eb.headers.size(), size_t{kMsgs});
   EXPECT_EQ(ea.sends_ok, kMsgs);
-  for (int i = 0; i < kMsgs; ++i) {
-    ASSERT_EQ(eb.headers[i].size(), sizeof(wire::Header)) << i;
-    EXPECT_EQ(std::memcmp(eb.headers[i].data(), &sent[i], sizeof(wire::Header)), 0) << "header " << i;
-    EXPECT_EQ(eb.payloads[i], std::string(src[i].data(), src[i].size())) << "payload " << i;
+  // Each message once, intact; a QP's messages in their posting order (the
+  // op id, 2i + 1, names the message: the QPs' streams interleave).
+  std::vector<int> seen(kMsgs, 0);
+  int last[2] = {-1, -1};
+  for (size_t n = 0; n < eb.headers.size(); ++n) {
+    ASSERT_EQ(eb.headers[n].size(), sizeof(wire::Header)) << n;
+    wire::Header got;
+    std::memcpy(&got, eb.headers[n].data(), sizeof(got));
+    const auto i = static_cast<int>((got.op_id - 1) / 2);
+    ASSERT_TRUE(got.op_id % 2 == 1 && i < kMsgs) << "op id " << got.op_id;
+    EXPECT_EQ(std::memcmp(&got, &sent[i], sizeof(got)), 0) << "header " << i;
+    EXPECT_EQ(eb.payloads[n], std::string(src[i].data(), src[i].size())) << "payload " << i;
+    const size_t cls = classes == 2 && i % 3 != 0 ? 1 : 0;
+    EXPECT_GT(i, last[cls]) << "class " << cls;
+    last[cls] = i;
+    seen[i]++;
   }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kMsgs);
   auto qps = static_cast<verbs::VerbsBackend*>(a.get())->peerQps(1);
-  ASSERT_EQ(qps.size(), 1u);
-  EXPECT_EQ(qps[0].compact, want_compact);
-  EXPECT_EQ(qps[0].posted, uint64_t{kMsgs});
+  ASSERT_EQ(qps.size(), classes);
+  for (size_t k = 0; k < classes; ++k) {
+    EXPECT_EQ(qps[k].compact, want_compact[k]) << "class " << k;
+    EXPECT_EQ(qps[k].posted, want_posted[k]) << "class " << k;
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Qps, VerbsCompactWire, ::testing::Values("", "100"), [](const auto& info) {
+  return info.param.empty() ? "OneQp" : "TwoClasses";
+});
 
 // A hostile or broken peer whose first message is a SEND WITH IMMEDIATE (a
 // compact message with no full one before it to rebuild from): the receiver
 // reports a protocol error of that peer by name and delivers nothing. The
 // SEND is posted raw on the sender backend's own QP, bypassing its logic.
-TEST(VerbsCompactWire, CompactMessageBeforeAnyFullOneIsAProtocolError) {
+TEST(VerbsCompactWireHostile, CompactMessageBeforeAnyFullOneIsAProtocolError) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   Events ea, eb;
   std::unique_ptr<Backend> a, b;

@@ -48,8 +48,8 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   c->sched_ = std::make_unique<SendScheduler>(so);
   if (c->opts_.max_queued == 0) c->opts_.max_queued = kDefaultMaxQueuedOps;
   c->opts_.chunk_bytes = c->sched_->options().chunk_bytes;
-  // An express send is one chunk that every backend sends eagerly: at most
-  // kInlineMax (or what the backend copies, if more) and a chunk.
+  // An express send is one chunk in one backend message: at most kInlineMax
+  // (or what the backend copies, if more) and a chunk (Backend::copiedPayloadMax).
   c->express_bytes_ = c->posts_from_send_
                           ? std::min(std::max(c->copied_max_, kInlineMax), c->opts_.chunk_bytes)
                           : 0;

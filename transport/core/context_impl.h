@@ -212,9 +212,10 @@ class ContextImpl : public BackendEvents {
   // confirms the delivery of such payloads. It is posted here as the
   // tensor's only chunk (kFlagLast | kFlagNoAck) and held in express_ alone:
   // no scheduler op, no send-key entry, no post record, and a registration
-  // lookup only above copiedPayloadMax. Its backend completion (onSendDone) or a lost peer (failPeer)
-  // ends it with endExpress. It cannot be canceled (all handed, as any op
-  // whose last chunk was posted). False: take startSend().
+  // lookup only above copiedPayloadMax (a failed one fails the send). Its
+  // backend completion (onSendDone) or a lost peer (failPeer) ends it with
+  // endExpress. It cannot be canceled (all handed, as any op whose last
+  // chunk was posted). False: take startSend().
   bool startExpress(Submission& s);
   void endExpress(Status st);  // queues its completion with st; frees the slot
   struct Express {
@@ -290,7 +291,8 @@ class ContextImpl : public BackendEvents {
   std::unique_ptr<Backend> backend_;
   bool posts_from_send_ = false;  // backend_->postsFromSend(), read once by create()
   size_t copied_max_ = 0;         // backend_->copiedPayloadMax(), read once by create()
-  size_t express_bytes_ = 0;  // min(max(copied_max_, kInlineMax), chunk) if posts_from_send_, else 0
+  // min(max(copied_max_, kInlineMax), chunk) if posts_from_send_, else 0
+  size_t express_bytes_ = 0;
   std::unique_ptr<RegCache> cache_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<SendScheduler> sched_;

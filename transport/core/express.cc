@@ -18,12 +18,16 @@ bool ContextImpl::startExpress(Submission& s) {
   // A lost peer, or a failed send of the same tensor still held by the
   // backend: startSend() reports it.
   if (peer == nullptr || send_keys_.find(key) != nullptr) return false;
-  // Above copiedPayloadMax the payload is sent from its registration (a
-  // failed lookup: startSend() reports it).
+  // Above copiedPayloadMax the payload is sent from its registration; a
+  // failed one fails the send, as in startSend() (not tried twice).
   const MemoryRegion* region = nullptr;
   if (s.len > copied_max_) {
     Result<const MemoryRegion*> reg = cache_->lookup(s.buf, s.len);
-    if (!reg) return false;
+    if (!reg) {
+      queued_sends_.fetch_sub(1);
+      ready_.emplace_back(std::move(s.handle), std::move(s.cb), reg.status());
+      return true;
+    }
     region = reg.value();
   }
   if (!backend_->confirmsDelivery(s.len, region)) return false;

@@ -66,8 +66,7 @@ inline bool compactEncode(const CompactBase& base, const wire::Header& h, uint32
 
 // Receiver: rebuilds the header of a compact message of len payload bytes;
 // false when the QP has no base yet (a protocol error of the peer).
-inline bool compactDecode(const CompactBase& base, uint32_t imm, uint32_t len,
-                          wire::Header* out) {
+inline bool compactDecode(const CompactBase& base, uint32_t imm, uint32_t len, wire::Header* out) {
   if (!base.valid) return false;
   const int64_t dt = static_cast<int32_t>(imm) >> 20;  // arithmetic: sign-extends
   const int32_t di = static_cast<int32_t>(imm << 12) >> 28;

@@ -43,7 +43,7 @@
 //                WRITEs naps this long per idle progress() call (timed, no
 //                completion event); unset: 200 on a software device (rxe,
 //                siw: no bus device in sysfs), else 0; 0 = never (0..100000)
-//   rndv_spin_us, rts_batch, qp_timeout  see Tuning in backend.h
+//   rndv_spin_us, rts_batch, qp_timeout  see Tuning in tuning.h
 //   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
 //                QP numbers and GIDs in the blob the core's bootstrap carries)
 //                or "rdmacm" (librdmacm: listener on `address`, resolve

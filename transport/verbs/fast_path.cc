@@ -13,8 +13,9 @@
 namespace tictac::transport::verbs {
 
 // The latency path: an eager message that fits inline, on a QP with nothing
-// queued before it and room in its send queue, is built on the stack and
-// posted at once. Its Work records only what its completion needs (no copy
+// queued before it and room in its send queue, is built on the stack (or,
+// compact, posted from the caller's payload: ibv_post_send copies inline
+// data) and posted at once. Its Work records only what its completion needs (no copy
 // of the header, none of the payload). False: take the backlog path.
 bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std::byte> header,
                                  const void* data, uint64_t token) {

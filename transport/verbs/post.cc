@@ -162,7 +162,8 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   bool inline_ok = false;
   uint64_t write_start_ns = 0;
   wire::Header h;
-  const bool eligible = w.kind == Work::kMsg && w.mh.kind == static_cast<uint8_t>(MsgKind::kEager) &&
+  const bool eligible = w.kind == Work::kMsg &&
+                        w.mh.kind == static_cast<uint8_t>(MsgKind::kEager) &&
                         compactParse(w.hdr, w.mh.hdr_len, &h) && compactEligible(h);
   uint32_t imm = 0;
   const bool compact = eligible && compactEncode(c.tx_base, h, &imm);
@@ -176,7 +177,9 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     const bool direct = compact && w.zero_copy && !inline_ok;
     if (!inline_ok && !direct && c.free_slots.empty()) return ENOMEM;
     if (!inline_ok && !direct) slot = static_cast<int>(c.free_slots.back());
-    char* p = inline_ok ? inl : slot >= 0 ? c.sbuf.data() + size_t(slot) * tune_.recv_bytes : nullptr;
+    char* p = inline_ok   ? inl
+              : slot >= 0 ? c.sbuf.data() + size_t(slot) * tune_.recv_bytes
+                          : nullptr;
     if (compact) {
       if (!direct && w.len > 0) std::memcpy(p, w.data, w.len);
       rc = postCompact(c, id, direct ? w.data : p, w.len, direct ? w.lkey : c.smr->lkey, inline_ok,
