@@ -206,6 +206,8 @@ class ContextImpl : public BackendEvents {
   // posted here when it fits one chunk, SendScheduler::sendWhole), so its
   // enqueue time is not read (SendScheduler::kUntimed).
   void startSend(Submission& s, bool at_once = false);
+  // A send that never reached the engine's tables: queues its completion with st.
+  void failSend(Submission& s, Status st);
   // The express send (express.cc): a send of 1..express_bytes_ bytes into a
   // context with no send in flight (the scheduler knows no op, no express
   // send pending), unpaced, on a backend that posts from send() and

@@ -24,8 +24,7 @@ bool ContextImpl::startExpress(Submission& s) {
   if (s.len > copied_max_) {
     Result<const MemoryRegion*> reg = cache_->lookup(s.buf, s.len);
     if (!reg) {
-      queued_sends_.fetch_sub(1);
-      ready_.emplace_back(std::move(s.handle), std::move(s.cb), reg.status());
+      failSend(s, reg.status());
       return true;
     }
     region = reg.value();
@@ -44,11 +43,11 @@ bool ContextImpl::startExpress(Submission& s) {
   // The backend copies the header (and, by copiedPayloadMax, the payload
   // before the completion): h may die with this frame.
   Status st = backend_->post(s.peer, wire::asBytes(h), s.buf, s.len, region, token, s.prio);
-  queued_sends_.fetch_sub(1);
   if (!st) {
-    ready_.emplace_back(std::move(s.handle), std::move(s.cb), lostOr(s.peer, st));
+    failSend(s, lostOr(s.peer, st));
     return true;
   }
+  queued_sends_.fetch_sub(1);
   sched_->countUnscheduled(s.prio, s.len);  // priorityStats() as for a scheduled send
   express_.token = token;
   express_.key = key;

@@ -104,11 +104,13 @@ void ContextImpl::drainSubmissions() {
   handleLostPeers();
 }
 
+void ContextImpl::failSend(Submission& s, Status st) {
+  queued_sends_.fetch_sub(1);
+  ready_.emplace_back(std::move(s.handle), std::move(s.cb), std::move(st));
+}
+
 void ContextImpl::startSend(Submission& s, bool at_once) {
-  auto fail = [&](Status st) {
-    queued_sends_.fetch_sub(1);
-    ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)});
-  };
+  auto fail = [&](Status st) { failSend(s, std::move(st)); };
   if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "send: channel to peer is closed"));
   }

@@ -87,4 +87,25 @@ inline void compactUpdate(CompactBase& base, const wire::Header& h) {
   base.last = h;
 }
 
+// Sender, per eager message: its core header (hdr_len bytes at hdr) read
+// once, whether it sets the base (eligible) and whether it travels compact
+// (then with imm). After the post succeeded: if (eligible) compactUpdate(h).
+struct CompactPlan {
+  wire::Header h;
+  bool eligible = false, compact = false;
+  uint32_t imm = 0;
+};
+inline CompactPlan compactPlan(const CompactBase& base, const void* hdr, size_t hdr_len) {
+  CompactPlan p;
+  p.eligible = compactParse(hdr, hdr_len, &p.h) && compactEligible(p.h);
+  p.compact = p.eligible && compactEncode(base, p.h, &p.imm);
+  return p;
+}
+
+// Receiver, per full eager message: updates the base when its header is eligible.
+inline void compactNote(CompactBase& base, const void* hdr, size_t hdr_len) {
+  wire::Header h;
+  if (compactParse(hdr, hdr_len, &h) && compactEligible(h)) compactUpdate(base, h);
+}
+
 }  // namespace tictac::transport::verbs

@@ -19,17 +19,14 @@ namespace tictac::transport::verbs {
 // of the header, none of the payload). False: take the backlog path.
 bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std::byte> header,
                                  const void* data, uint64_t token) {
-  wire::Header h;
-  const bool eligible = compactParse(header.data(), header.size(), &h) && compactEligible(h);
-  uint32_t imm = 0;
-  const bool compact = eligible && compactEncode(c.tx_base, h, &imm);
-  const size_t total = compact ? mh.len : sizeof(EagerHdr) + header.size() + mh.len;
+  const CompactPlan cp = compactPlan(c.tx_base, header.data(), header.size());
+  const size_t total = cp.compact ? mh.len : sizeof(EagerHdr) + header.size() + mh.len;
   if (total > max_inline_ || total > kInlineBuf || !c.backlog.empty() || c.dead || !c.connected ||
       c.sq_used >= tune_.sq_depth) {
     return false;
   }
   alignas(8) char inl[kInlineBuf];
-  if (!compact) packMsg(inl, mh, header.data(), header.size(), data, mh.len);
+  if (!cp.compact) packMsg(inl, mh, header.data(), header.size(), data, mh.len);
   uint64_t id = allocWork();
   Work& w = works_[id];
   w.kind = Work::kMsg;
@@ -45,19 +42,19 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
   w.rts_ns = 0;
   w.posted_ns = 0;
   const uint64_t t0 = stats_.on ? Stats::nowNs() : 0;
-  const int rc = compact ? postCompact(c, id, static_cast<const char*>(data), total, 0, true, imm)
-                         : postSend(c, id, inl, total, true);
+  const int rc = cp.compact
+                     ? postCompact(c, id, static_cast<const char*>(data), total, 0, true, cp.imm)
+                     : postSend(c, id, inl, total, true);
   if (rc != 0) {  // the backlog path reports or retries it
     freeWork(id);
     return false;
   }
-  if (eligible) compactUpdate(c.tx_base, h);
+  if (cp.eligible) compactUpdate(c.tx_base, cp.h);
   if (stats_.on) {
     w.posted_ns = Stats::nowNs();
     stats_.post_hist.add(w.posted_ns - t0);
     ++stats_.inline_sends;
     ++stats_.direct_sends;
-    stats_.compact_sends += compact;
     stats_.onMsgPosted(w.posted_ns);
   }
   c.sq_used++;
@@ -85,6 +82,7 @@ int VerbsBackend::postCompact(Conn& c, uint64_t id, const char* p, size_t len, u
   if (rc == 0) {
     ++c.posted;
     ++c.compact;
+    if (stats_.on) ++stats_.compact_sends;
   }
   return rc;
 }

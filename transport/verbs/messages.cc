@@ -153,10 +153,7 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
   std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + head), mh.hdr_len);
   switch (static_cast<MsgKind>(mh.kind)) {
     case MsgKind::kEager: {
-      wire::Header h;
-      if (compactParse(header.data(), header.size(), &h) && compactEligible(h)) {
-        compactUpdate(c.rx_base, h);
-      }
+      compactNote(c.rx_base, header.data(), header.size());
       deliverEager(c, header, buf + head + mh.hdr_len, mh.len);
       return need;
     }

@@ -161,12 +161,9 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
   int rc = 0;
   bool inline_ok = false;
   uint64_t write_start_ns = 0;
-  wire::Header h;
-  const bool eligible = w.kind == Work::kMsg &&
-                        w.mh.kind == static_cast<uint8_t>(MsgKind::kEager) &&
-                        compactParse(w.hdr, w.mh.hdr_len, &h) && compactEligible(h);
-  uint32_t imm = 0;
-  const bool compact = eligible && compactEncode(c.tx_base, h, &imm);
+  const bool eager = w.kind == Work::kMsg && w.mh.kind == static_cast<uint8_t>(MsgKind::kEager);
+  const CompactPlan cp = eager ? compactPlan(c.tx_base, w.hdr, w.mh.hdr_len) : CompactPlan{};
+  const bool compact = cp.compact;
   if (w.kind == Work::kMsg) {
     // An inline SEND is copied into the WQE by ibv_post_send: built on the
     // stack, it needs no bounce slot (and none is held until its completion).
@@ -183,7 +180,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     if (compact) {
       if (!direct && w.len > 0) std::memcpy(p, w.data, w.len);
       rc = postCompact(c, id, direct ? w.data : p, w.len, direct ? w.lkey : c.smr->lkey, inline_ok,
-                       imm);
+                       cp.imm);
       if (rc == 0 && stats_.on) stats_.zero_copy_sends += direct;
     } else if (!inline_ok && w.zero_copy) {
       // Zero copy: the headers from the bounce slot, the payload from the
@@ -216,9 +213,8 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     if (rc == 0) ++c.posted;
   }
   if (rc != 0) return rc;
-  if (eligible) compactUpdate(c.tx_base, h);
+  if (cp.eligible) compactUpdate(c.tx_base, cp.h);
   if (stats_.on) {
-    stats_.compact_sends += compact;
     w.posted_ns = Stats::nowNs();
     if (w.kind == Work::kWrite) {
       stats_.onWritePosted(write_start_ns);
