@@ -152,6 +152,7 @@ unsigned ContextImpl::progress() {
   if (t_in_callbacks > 0) return 0;
   std::unique_lock<std::mutex> lock(core_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
+  finish_inline_ = true;
   unsigned n = 0;
   if (sub_pending_.load(std::memory_order_acquire)) {
     drainSubmissions();
@@ -169,6 +170,7 @@ unsigned ContextImpl::progress() {
   if (!to_land_.empty()) n += startLandings();
   n += flushControl();
   n += pump();
+  finish_inline_ = false;
   if (ready_.empty()) {
     if (n > 0) progress_gen_.fetch_add(1, std::memory_order_release);
     return n;

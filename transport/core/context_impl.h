@@ -226,7 +226,20 @@ class ContextImpl : public BackendEvents {
     OpHandle handle;
     Completion cb;
   };
+  // Posts an expect: into the express slot (xexpect_) when the slot is free
+  // and nothing of the tensor arrived yet, else into recvs_/expect_index_
+  // (and lands what the stash holds of it).
   void startExpect(Submission& s);
+  // The express expect (express.cc): the receiving half of a ping-pong. One
+  // expect at a time is held in xexpect_ alone, outside recvs_ and
+  // expect_index_ (no hash insert, lookup or erase). onData() lands a chunk
+  // for it here when the chunk is the whole tensor, in place, of the
+  // expected size: copied, acked unless kFlagNoAck, and finished. Anything
+  // else about it (another chunk shape, a size mismatch, an abort, its
+  // peer's loss, cancel()) first promotes it into the tables, whose regular
+  // path then handles it. True: landed and finished.
+  bool landExpress(const wire::Header& h, Incoming& in, Peer& peer);
+  void promoteExpect();  // xexpect_ -> recvs_ and expect_index_ (none: no-op)
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);
   // Hands the chunks the scheduler admits to the backend. Idle or
@@ -277,6 +290,20 @@ class ContextImpl : public BackendEvents {
   Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
   void tryFinishSend(uint64_t id);
+  // Ends an op with `st`: a handle without a callback is finished here when
+  // a progress round handles events (finish_inline_), since there is no user
+  // code to keep outside core_mu_ (Op::finish takes only Op::mu_, and never
+  // under it core_mu_); anything else is queued for the round's callback
+  // pass (ready_). send(), expect(), cancel() and close() never finish an op
+  // themselves: they run with finish_inline_ false.
+  void complete(OpHandle& h, Completion& cb, Status st) {
+    if (finish_inline_ && !cb) {
+      h->finish(st);
+      h.reset();
+      return;
+    }
+    ready_.emplace_back(std::move(h), std::move(cb), std::move(st));
+  }
   void tryFinishExpect(uint64_t id);
   void progressLoop();
   bool armIdle();  // arm() without the pacing condition (wait.cc)
@@ -326,6 +353,8 @@ class ContextImpl : public BackendEvents {
   FlatMap<PeerKey, uint64_t, PeerKeyHash> expect_index_;
   FlatMap<PeerKey, bool, PeerKeyHash> send_keys_;  // (peer, tensor) with a send pending
   Express express_;  // the express send in flight (at most one; not in send_keys_)
+  uint64_t xexpect_id_ = 0;  // the express expect's op id; 0: the slot is free
+  RecvOp xexpect_;           // the express expect (not in recvs_ nor expect_index_)
   std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
   std::unordered_map<uint64_t, uint32_t> rejected_;  // sender op (xor peer) -> peer
   SlabTable<Post> posts_;                            // by backend token
@@ -339,6 +368,7 @@ class ContextImpl : public BackendEvents {
   std::deque<void*> release_after_ctrl_;
   uint64_t next_token_ = 1;
   std::vector<Ready> ready_;
+  bool finish_inline_ = false;  // core_mu_: inside progress()'s round (complete())
 
   // When pacing (rate_gbps) next allows a chunk while sends wait for tokens,
   // as steady_clock ticks; INT64_MAX when no pacing wait is pending. Written

@@ -10,7 +10,7 @@ void ContextImpl::startExpect(Submission& s) {
   if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
   }
-  if (!expect_index_.insert(key, s.id).second) {
+  if ((xexpect_id_ != 0 && xexpect_.key == key) || expect_index_.find(key) != nullptr) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "expect: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already expected"));
@@ -18,20 +18,21 @@ void ContextImpl::startExpect(Submission& s) {
   // A payload the backend copies lands without a registration (copiedPayloadMax).
   Result<const MemoryRegion*> reg = static_cast<const MemoryRegion*>(nullptr);
   if (s.len > copied_max_) reg = cache_->lookup(s.buf, s.len);
-  if (!reg) {
-    expect_index_.erase(key);
-    return fail(reg.status());
+  if (!reg) return fail(reg.status());
+  auto st = stash_.empty() ? stash_.end() : stash_.find(key);
+  RecvOp& added =
+      xexpect_id_ == 0 && st == stash_.end() ? (xexpect_ = RecvOp{}) : recvs_.insert(s.id, RecvOp{});
+  added.handle = std::move(s.handle);
+  added.cb = std::move(s.cb);
+  added.key = key;
+  added.dst = s.buf;
+  added.len = s.len;
+  added.region = reg.value();
+  if (&added == &xexpect_) {  // nothing of it arrived yet: the express expect (express.cc)
+    xexpect_id_ = s.id;
+    return;
   }
-  RecvOp r;
-  r.handle = s.handle;
-  r.cb = std::move(s.cb);
-  r.key = key;
-  r.dst = s.buf;
-  r.len = s.len;
-  r.region = reg.value();
-  RecvOp& added = recvs_.insert(s.id, std::move(r));
-  if (stash_.empty()) return;
-  auto st = stash_.find(key);
+  expect_index_.insert(key, s.id);
   if (st == stash_.end()) return;
   std::deque<Stashed> q = std::move(st->second);
   stash_.erase(st);

@@ -1,6 +1,7 @@
 // The express send (see ContextImpl::startExpress): a small tensor into an
 // idle context goes from send() to the backend in one step, and its backend
 // completion finishes it (caller's thread or progress context, core_mu_ held).
+// The express expect (ContextImpl::landExpress) is its receiving half.
 //
 // Why: a ping-pong's reply is latency-bound, and in the soft-RoCE guest each
 // table the regular path touches (scheduler op, send key, registration
@@ -8,6 +9,8 @@
 // microsecond a turn (docs/perf.md, "Session 18"; up to kInlineMax since
 // session 19). Nothing else is in flight then, so nothing can be overtaken:
 // no scheduling decision is skipped, only its bookkeeping.
+#include <cstring>
+
 #include "transport/core/context_impl.h"
 
 namespace tictac::transport {
@@ -57,8 +60,31 @@ bool ContextImpl::startExpress(Submission& s) {
 }
 
 void ContextImpl::endExpress(Status st) {
-  ready_.emplace_back(std::move(express_.handle), std::move(express_.cb), std::move(st));
+  complete(express_.handle, express_.cb, std::move(st));
   express_ = Express{};
+}
+
+bool ContextImpl::landExpress(const wire::Header& h, Incoming& in, Peer& peer) {
+  RecvOp& r = xexpect_;
+  const bool whole = (h.flags & wire::kFlagLast) != 0 && h.offset == 0 &&
+                     h.length == h.total_len && h.total_len == r.len &&
+                     (in.data != nullptr || h.length == 0);
+  if (!whole) {  // a chunk, a rendezvous payload or a size mismatch: the tables handle it
+    promoteExpect();
+    return false;
+  }
+  if (h.length > 0) std::memcpy(r.dst, in.data, h.length);
+  if ((h.flags & wire::kFlagNoAck) == 0) peer.acks.push_back({h.op_id, 0, h.length});
+  xexpect_id_ = 0;
+  complete(r.handle, r.cb, Status::ok());
+  return true;
+}
+
+void ContextImpl::promoteExpect() {
+  if (xexpect_id_ == 0) return;
+  expect_index_.insert(xexpect_.key, xexpect_id_);
+  recvs_.insert(xexpect_id_, std::move(xexpect_));
+  xexpect_id_ = 0;
 }
 
 }  // namespace tictac::transport

@@ -27,6 +27,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
       PeerKey key{h.src_peer, h.iteration, h.tensor_id};
       rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
       dropStash(key);
+      if (xexpect_id_ != 0 && xexpect_.key == key) promoteExpect();
       if (const uint64_t* rid = expect_index_.find(key)) {
         failExpect(*rid, Status(static_cast<StatusCode>(h.status),
                                 "sender canceled tensor " + std::to_string(h.tensor_id)));
@@ -48,6 +49,7 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
     if (h.flags & wire::kFlagLast) rejected_.erase(rj);
     return;
   }
+  if (xexpect_id_ != 0 && xexpect_.key == key && landExpress(h, in, peer)) return;
   const uint64_t* found = expect_index_.find(key);
   if (found == nullptr) {
     // No expect yet: the backend keeps the bytes; ack now (flagged or not) so
@@ -161,7 +163,7 @@ void ContextImpl::tryFinishExpect(uint64_t id) {
   if (!done && !r.failed) return;
   if (!r.failed) expect_index_.erase(r.key);
   Status st = r.failed ? *r.failed : Status::ok();
-  ready_.emplace_back(std::move(r.handle), std::move(r.cb), std::move(st));
+  complete(r.handle, r.cb, std::move(st));
   recvs_.erase(id);
 }
 

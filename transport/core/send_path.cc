@@ -182,7 +182,7 @@ void ContextImpl::tryFinishSend(uint64_t id) {
   Status st = op.failed ? *op.failed : Status::ok();
   sched_->drop(id);  // no-op for a finished op; returns the credit of a failed one
   send_keys_.erase(PeerKey{op.peer, op.iteration, op.tensor});
-  ready_.emplace_back(std::move(op.handle), std::move(op.cb), std::move(st));
+  complete(op.handle, op.cb, std::move(st));
   sends_.erase(id);
 }
 
@@ -206,6 +206,7 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
     op.posts = 0;  // removePeer below completes the backend's posts; their buffers are released
     tryFinishSend(id);
   }
+  if (xexpect_id_ != 0 && xexpect_.key.peer == peer) promoteExpect();
   for (uint64_t id : recvs_.idsWhere([&](const RecvOp& r) { return r.key.peer == peer; })) {
     recvs_.find(id)->pending = 0;  // removePeer ended its receives; the buffer is released
     failExpect(id, why);
