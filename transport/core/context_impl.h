@@ -182,7 +182,8 @@ class ContextImpl : public BackendEvents {
     size_t len;
     Priority prio;
     Completion cb;
-    OpHandle handle;
+    OpHandle handle;          // made by handleOf() when first needed
+    OpHandle* user = nullptr;  // send()/expect()'s copy, written then (null once queued)
   };
   struct Ready {
     Ready(OpHandle h, Completion c, Status s)
@@ -194,6 +195,15 @@ class ContextImpl : public BackendEvents {
 
   explicit ContextImpl(const ContextOptions& options);
   OpHandle newHandle(uint64_t id);
+  // s's handle, made on first use (and copied to *s.user): an express send
+  // makes it after its post, so the allocation is not on the wire's path.
+  OpHandle& handleOf(Submission& s) {
+    if (!s.handle) {
+      s.handle = newHandle(s.id);
+      if (s.user != nullptr) *s.user = s.handle;
+    }
+    return s.handle;
+  }
   void drainSubmissions();
   // Caller-driven contexts (no progress thread): starts `s` in the calling
   // thread when the core is free (after any queued submissions, which keep

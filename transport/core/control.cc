@@ -6,7 +6,9 @@ namespace tictac::transport {
 
 void ContextImpl::startExpect(Submission& s) {
   PeerKey key{s.peer, s.key.iteration, s.key.id};
-  auto fail = [&](Status st) { ready_.push_back(Ready{s.handle, std::move(s.cb), std::move(st)}); };
+  auto fail = [&](Status st) {
+    ready_.push_back(Ready{std::move(handleOf(s)), std::move(s.cb), std::move(st)});
+  };
   if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
   }
@@ -22,7 +24,7 @@ void ContextImpl::startExpect(Submission& s) {
   auto st = stash_.empty() ? stash_.end() : stash_.find(key);
   RecvOp& added =
       xexpect_id_ == 0 && st == stash_.end() ? (xexpect_ = RecvOp{}) : recvs_.insert(s.id, RecvOp{});
-  added.handle = std::move(s.handle);
+  added.handle = std::move(handleOf(s));
   added.cb = std::move(s.cb);
   added.key = key;
   added.dst = s.buf;

@@ -54,7 +54,7 @@ bool ContextImpl::startExpress(Submission& s) {
   sched_->countUnscheduled(s.prio, s.len);  // priorityStats() as for a scheduled send
   express_.token = token;
   express_.key = key;
-  express_.handle = std::move(s.handle);
+  express_.handle = std::move(handleOf(s));  // made now, after the post
   express_.cb = std::move(s.cb);
   return true;
 }

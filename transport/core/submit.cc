@@ -1,5 +1,7 @@
 // Entry points that any thread may call (send, expect, cancel) and the
 // draining of their submissions into the core (progress context).
+#include <cassert>
+
 #include "transport/core/context_impl.h"
 
 namespace tictac::transport {
@@ -27,10 +29,11 @@ Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const vo
                   "send queue limit of " + std::to_string(opts_.max_queued) + " sends reached");
   }
   uint64_t id = next_id_++;
-  OpHandle h = newHandle(id);
   char* src = const_cast<char*>(static_cast<const char*>(buf));
-  Submission s{true, id, peer, key, src, len, p, std::move(cb), h};
+  OpHandle h;  // written by handleOf() before submit() returns
+  Submission s{true, id, peer, key, src, len, p, std::move(cb), nullptr, &h};
   submit(s);
+  assert(h);
   return h;
 }
 
@@ -41,14 +44,17 @@ Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* 
                   "expect: null buffer with " + std::to_string(len) + " bytes");
   }
   uint64_t id = next_id_++;
-  OpHandle h = newHandle(id);
-  Submission s{false, id, peer, key, static_cast<char*>(dst), len, 0, std::move(cb), h};
+  OpHandle h;  // written by handleOf() before submit() returns
+  Submission s{false, id, peer, key, static_cast<char*>(dst), len, 0, std::move(cb), nullptr, &h};
   submit(s);
+  assert(h);
   return h;
 }
 
 void ContextImpl::submit(Submission& s) {
   if (!startNow(s)) {
+    handleOf(s);
+    s.user = nullptr;  // the caller's frame is gone when the queue is drained
     std::lock_guard<std::mutex> lock(sub_mu_);
     subs_.push_back(std::move(s));
     sub_pending_.store(true, std::memory_order_release);
@@ -106,7 +112,7 @@ void ContextImpl::drainSubmissions() {
 
 void ContextImpl::failSend(Submission& s, Status st) {
   queued_sends_.fetch_sub(1);
-  ready_.emplace_back(std::move(s.handle), std::move(s.cb), std::move(st));
+  ready_.emplace_back(std::move(handleOf(s)), std::move(s.cb), std::move(st));
 }
 
 void ContextImpl::startSend(Submission& s, bool at_once) {
@@ -139,7 +145,7 @@ void ContextImpl::startSend(Submission& s, bool at_once) {
     }
   }
   SendOp& op = sends_.insert(s.id, SendOp{});
-  op.handle = std::move(s.handle);
+  op.handle = std::move(handleOf(s));
   op.cb = std::move(s.cb);
   op.peer = s.peer;
   op.tensor = s.key.id;
