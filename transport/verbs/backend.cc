@@ -93,6 +93,7 @@ VerbsBackend::~VerbsBackend() {
     if (c->qp != nullptr) destroyConn(*c);
   }
   conns_.clear();
+  forgetHot();
   for (auto& [id, s] : rsends_) {
     if (s.own_mr != nullptr) ibv_dereg_mr(s.own_mr);
   }
@@ -189,6 +190,7 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
 }
 
 void VerbsBackend::destroyConn(Conn& c) {
+  forgetHot();
   if (c.qp != nullptr) ibv_destroy_qp(c.qp);
   if (c.rmr != nullptr) ibv_dereg_mr(c.rmr);
   if (c.smr != nullptr) ibv_dereg_mr(c.smr);
@@ -204,15 +206,25 @@ void VerbsBackend::dropConn(uint32_t qpn) {
 }
 
 VerbsBackend::Conn* VerbsBackend::connByQpn(uint32_t qpn) {
+  if (hot_qpn_ != nullptr && hot_qpn_->qpn == qpn) return hot_qpn_;
   auto it = conns_.find(qpn);
-  return it == conns_.end() ? nullptr : it->second.get();
+  if (it == conns_.end()) return nullptr;
+  hot_qpn_ = it->second.get();
+  return hot_qpn_;
 }
 
 VerbsBackend::Conn* VerbsBackend::connOf(PeerId peer, size_t cls) {
+  if (hot_conn_ != nullptr && hot_peer_ == peer && hot_cls_ == cls) {
+    return hot_conn_->dead ? nullptr : hot_conn_;
+  }
   auto it = peers_.find(peer);
   if (it == peers_.end() || it->second.empty()) return nullptr;
   Conn* c = connByQpn(it->second[cls < it->second.size() ? cls : 0]);
-  return c != nullptr && !c->dead ? c : nullptr;
+  if (c == nullptr) return nullptr;
+  hot_conn_ = c;
+  hot_peer_ = peer;
+  hot_cls_ = cls;
+  return c->dead ? nullptr : c;
 }
 
 std::vector<int> VerbsBackend::localCpus() {

@@ -254,6 +254,13 @@ class VerbsBackend final : public Backend {
   Tuning tune_;
   std::map<uint32_t, std::unique_ptr<Conn>> conns_;  // by QP number
   std::map<PeerId, std::vector<uint32_t>> peers_;    // peer -> qpn of each class
+  // One-entry caches of connByQpn() and connOf(), which every message calls
+  // (map walks otherwise); forgetHot() when a Conn dies or peers_ changes.
+  Conn* hot_qpn_ = nullptr;
+  Conn* hot_conn_ = nullptr;
+  PeerId hot_peer_ = 0;
+  size_t hot_cls_ = 0;
+  void forgetHot() { hot_qpn_ = hot_conn_ = nullptr; }
   std::deque<std::vector<uint32_t>> unconnected_;    // QPs of each localAddress()
   // Outbound work by wr_id (a slab: no allocation per message once warm).
   std::vector<Work> works_;

@@ -194,6 +194,7 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
   c.send_bytes = std::min(rb.recv_bytes, tune_.recv_bytes);
   c.connected = true;
   peers_[peer] = {qpn};
+  forgetHot();
   return Status::ok();
 }
 

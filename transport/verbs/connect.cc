@@ -189,6 +189,7 @@ Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   }
   for (uint32_t q : group) conns_.at(q)->connected = true;
   peers_[peer] = std::move(group);
+  forgetHot();
   return Status::ok();
 }
 
@@ -233,6 +234,7 @@ void VerbsBackend::removePeer(PeerId peer) {
   if (it == peers_.end()) return;
   std::vector<uint32_t> qpns = std::move(it->second);
   peers_.erase(it);
+  forgetHot();
   for (uint32_t q : qpns) {
     if (Conn* c = connByQpn(q); c != nullptr)
       killConn(*c, Status(StatusCode::kPeerLost, "peer removed"));
