@@ -171,6 +171,8 @@ unsigned ContextImpl::progress() {
   n += flushControl();
   n += pump();
   finish_inline_ = false;
+  n += finished_inline_;  // ops finished in this round count as work (progressFor)
+  finished_inline_ = 0;
   if (ready_.empty()) {
     if (n > 0) progress_gen_.fetch_add(1, std::memory_order_release);
     return n;

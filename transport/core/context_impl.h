@@ -6,8 +6,10 @@
 // - everything else (scheduler, backend, op tables, registration cache,
 //   peers): guarded by core_mu_, held by the one thread inside progress() (or
 //   briefly by connect/accept/cancel/close);
-// - completions are collected under core_mu_ and run after it is released, in
-//   the thread that ran progress(), with nested progress() calls refused.
+// - completions with a callback are collected under core_mu_ and run after
+//   it is released, in the thread that ran progress(), with nested progress()
+//   calls refused; an op without one that ends in a progress() round is
+//   finished there (complete()).
 // Send path (send_path.cc): scheduler.next() -> backend.post() -> the receiver
 // acks each chunk once its bytes are in place -> scheduler.ack(); a send
 // completes when every chunk is confirmed and every post finished. A chunk the
@@ -35,6 +37,7 @@
 #include "transport/backend.h"
 #include "transport/core/flat_map.h"
 #include "transport/core/peer_monitor.h"
+#include "transport/core/records.h"
 #include "transport/core/reg_cache.h"
 #include "transport/core/send_scheduler.h"
 #include "transport/core/slab_table.h"
@@ -44,21 +47,6 @@ namespace tictac::transport {
 
 // How long close() / context destruction waits for the acks it owes peers.
 inline constexpr std::chrono::milliseconds kCloseFlushTimeout{1500};
-
-struct PeerKey {  // (peer, tensor id, iteration)
-  uint32_t peer;
-  uint32_t iteration;
-  uint64_t tensor;
-  bool operator==(const PeerKey&) const = default;
-};
-struct PeerKeyHash {  // every input bit reaches every output bit (splitmix64 finalizer)
-  size_t operator()(const PeerKey& k) const {
-    uint64_t x = k.tensor ^ ((uint64_t{k.iteration} << 32 | k.peer) * 0x9E3779B97F4A7C15ull);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return static_cast<size_t>(x ^ (x >> 31));
-  }
-};
 
 class ContextImpl : public BackendEvents {
  public:
@@ -112,86 +100,15 @@ class ContextImpl : public BackendEvents {
   void onPeerError(PeerId peer, const Status& status) override;
 
  private:
-  struct SendOp {
-    OpHandle handle;
-    Completion cb;
-    uint32_t peer = 0;
-    uint64_t tensor = 0;
-    uint32_t iteration = 0;
-    const char* buf = nullptr;
-    size_t len = 0;
-    const MemoryRegion* region = nullptr;
-    uint32_t priority = 0;  // the scheduler's; passed to every post() of the op
-    size_t acked = 0;    // bytes confirmed (acks, and completions of kFlagNoAck chunks)
-    unsigned posts = 0;  // backend posts not yet done
-    size_t handed = 0;   // bytes handed to the backend (chunks [0, handed))
-    // Chunks already credited (by completion or ack), by chunk index
-    // (offset / chunk_bytes): bit i of credited0 for i < 64, then credited_more.
-    uint64_t credited0 = 0;
-    std::vector<uint64_t> credited_more;
-    bool all_handed = false, zero_acked = false, in_sched = false;
-    std::optional<Status> failed;
-  };
-  struct RecvOp {
-    OpHandle handle;
-    Completion cb;
-    PeerKey key{};
-    char* dst = nullptr;
-    size_t len = 0;
-    const MemoryRegion* region = nullptr;
-    size_t received = 0;
-    unsigned pending = 0;  // backend receives not yet done
-    bool started = false, seen_last = false;
-    std::optional<Status> failed;
-  };
-  struct Stashed {  // a chunk that arrived before its expect (already acked)
-    wire::Header h;
-    void* desc;
-  };
-  struct Post {  // one backend post in flight
-    wire::Header h;
-    uint64_t op = 0;  // send op (data) or 0 (control)
-    uint32_t peer = 0;
-    std::vector<wire::AckEntry> acks;
-  };
-  struct Landing {  // one backend receive in flight or to start
-    uint64_t recv_op = 0;
-    uint32_t peer = 0;
-    uint64_t send_op = 0;
-    size_t len = 0;
-    bool ack = false;
-    bool last = false;
-    void* desc = nullptr;
-    size_t offset = 0;
-  };
-  struct Peer {
-    std::string name;
-    uint32_t my_id_there = 0;  // the id the peer gave us (our src_peer)
-    bool alive = true;
-    std::vector<wire::AckEntry> acks;
-    // Nacks / aborts to send, each with its post() priority (an abort travels
-    // in its tensor's wire class, behind the chunks it cancels).
-    std::vector<std::pair<wire::Header, uint32_t>> ctrl;
-  };
-  struct Submission {
-    bool is_send;
-    uint64_t id;
-    uint32_t peer;
-    TensorKey key;
-    char* buf;
-    size_t len;
-    Priority prio;
-    Completion cb;
-    OpHandle handle;          // made by handleOf() when first needed
-    OpHandle* user = nullptr;  // send()/expect()'s copy, written then (null once queued)
-  };
-  struct Ready {
-    Ready(OpHandle h, Completion c, Status s)
-        : handle(std::move(h)), cb(std::move(c)), status(std::move(s)) {}
-    OpHandle handle;
-    Completion cb;
-    Status status;
-  };
+  // The per-operation records (transport/core/records.h).
+  using SendOp = engine::SendOp;
+  using RecvOp = engine::RecvOp;
+  using Stashed = engine::Stashed;
+  using Post = engine::Post;
+  using Landing = engine::Landing;
+  using Peer = engine::Peer;
+  using Submission = engine::Submission;
+  using Ready = engine::Ready;
 
   explicit ContextImpl(const ContextOptions& options);
   OpHandle newHandle(uint64_t id);
@@ -201,6 +118,7 @@ class ContextImpl : public BackendEvents {
     if (!s.handle) {
       s.handle = newHandle(s.id);
       if (s.user != nullptr) *s.user = s.handle;
+      s.user = nullptr;  // written once: a second handle would not be the caller's
     }
     return s.handle;
   }
@@ -229,7 +147,7 @@ class ContextImpl : public BackendEvents {
   // endExpress. It cannot be canceled (all handed, as any op whose last
   // chunk was posted). False: take startSend().
   bool startExpress(Submission& s);
-  void endExpress(Status st);  // queues its completion with st; frees the slot
+  void endExpress(Status st);  // completes it with st (complete()); frees the slot
   struct Express {
     uint64_t token = 0;  // the post's backend token; 0: no express send pending
     PeerKey key{};
@@ -300,16 +218,19 @@ class ContextImpl : public BackendEvents {
   Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
   void tryFinishSend(uint64_t id);
-  // Ends an op with `st`: a handle without a callback is finished here when
-  // a progress round handles events (finish_inline_), since there is no user
-  // code to keep outside core_mu_ (Op::finish takes only Op::mu_, and never
-  // under it core_mu_); anything else is queued for the round's callback
-  // pass (ready_). send(), expect(), cancel() and close() never finish an op
-  // themselves: they run with finish_inline_ false.
+  // Ends a started op (tryFinishSend, tryFinishExpect, endExpress) with
+  // `st`: a handle without a callback is finished here when a progress
+  // round handles events (finish_inline_), since there is no user code to
+  // keep outside core_mu_ (Op::finish takes only Op::mu_, and never under it
+  // core_mu_), and counted in finished_inline_ (progress() reports it as
+  // work); anything else is queued for the round's callback pass (ready_).
+  // send(), expect(), cancel() and close() never finish an op themselves:
+  // they run with finish_inline_ false.
   void complete(OpHandle& h, Completion& cb, Status st) {
     if (finish_inline_ && !cb) {
       h->finish(st);
       h.reset();
+      ++finished_inline_;
       return;
     }
     ready_.emplace_back(std::move(h), std::move(cb), std::move(st));
@@ -379,6 +300,7 @@ class ContextImpl : public BackendEvents {
   uint64_t next_token_ = 1;
   std::vector<Ready> ready_;
   bool finish_inline_ = false;  // core_mu_: inside progress()'s round (complete())
+  unsigned finished_inline_ = 0;  // core_mu_: ops complete() finished this round
 
   // When pacing (rate_gbps) next allows a chunk while sends wait for tokens,
   // as steady_clock ticks; INT64_MAX when no pacing wait is pending. Written

@@ -23,8 +23,9 @@ void ContextImpl::startExpect(Submission& s) {
   if (s.len > copied_max_) reg = cache_->lookup(s.buf, s.len);
   if (!reg) return fail(reg.status());
   auto st = stash_.empty() ? stash_.end() : stash_.find(key);
-  RecvOp& added =
-      xexpect_id_ == 0 && st == stash_.end() ? (xexpect_ = RecvOp{}) : recvs_.insert(s.id, RecvOp{});
+  // The express slot is for a tensor that can land whole: at most a chunk.
+  const bool express = xexpect_id_ == 0 && st == stash_.end() && s.len <= opts_.chunk_bytes;
+  RecvOp& added = express ? (xexpect_ = RecvOp{}) : recvs_.insert(s.id, RecvOp{});
   added.handle = std::move(handleOf(s));
   added.cb = std::move(s.cb);
   added.key = key;

@@ -169,7 +169,7 @@ bool ContextImpl::cancelOp(uint32_t peer, const OpHandle& op) {
   std::lock_guard<std::mutex> lock(core_mu_);
   drainSubmissions();
   uint64_t id = op->id();
-  if (xexpect_id_ == id) promoteExpect();  // then canceled as any expect
+  if (xexpect_id_ == id && xexpect_.key.peer == peer) promoteExpect();  // then canceled as any
   if (SendOp* so = sends_.find(id); so != nullptr && so->peer == peer) {
     if (so->failed || so->all_handed) return false;
     failSend(id, Status(StatusCode::kCanceled, "send canceled"), true);

@@ -20,6 +20,9 @@
 //   progress thread this teardown finishes after the callback returned, and
 //   nothing waits for it). A last reference dropped anywhere else returns
 //   only after the teardown.
+// - order: the callbacks of one progress pass run in the order their ops
+//   ended; an op without a callback may turn done() while the callbacks of
+//   ops that ended before it in that pass have not run yet.
 #pragma once
 
 #include <atomic>
