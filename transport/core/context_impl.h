@@ -168,6 +168,7 @@ class ContextImpl : public BackendEvents {
   // path then handles it. True: landed and finished.
   bool landExpress(const wire::Header& h, Incoming& in, Peer& peer);
   void promoteExpect();  // xexpect_ -> recvs_ and expect_index_ (none: no-op)
+  bool isExpressExpect(const PeerKey& key) const { return xexpect_id_ != 0 && xexpect_.key == key; }
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);
   // Hands the chunks the scheduler admits to the backend. Idle or

@@ -12,8 +12,7 @@ void ContextImpl::startExpect(Submission& s) {
   if (livePeer(s.peer) == nullptr) {
     return fail(Status(StatusCode::kPeerLost, "expect: channel to peer is closed"));
   }
-  if ((xexpect_id_ != 0 && xexpect_.key == key) ||
-      (!expect_index_.empty() && expect_index_.find(key) != nullptr)) {
+  if (isExpressExpect(key) || expect_index_.find(key) != nullptr) {
     return fail(Status(StatusCode::kInvalidArgument,
                        "expect: tensor " + std::to_string(s.key.id) + " iteration " +
                            std::to_string(s.key.iteration) + " is already expected"));

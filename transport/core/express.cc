@@ -20,7 +20,7 @@ bool ContextImpl::startExpress(Submission& s) {
   PeerKey key{s.peer, s.key.iteration, s.key.id};
   // A lost peer, or a failed send of the same tensor still held by the
   // backend: startSend() reports it.
-  if (peer == nullptr || (!send_keys_.empty() && send_keys_.find(key) != nullptr)) return false;
+  if (peer == nullptr || send_keys_.find(key) != nullptr) return false;
   // Above copiedPayloadMax the payload is sent from its registration; a
   // failed one fails the send, as in startSend() (not tried twice).
   const MemoryRegion* region = nullptr;

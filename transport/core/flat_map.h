@@ -40,6 +40,7 @@ class FlatMap {
   bool empty() const { return size_ == 0; }
 
   V* find(const K& key) {
+    if (size_ == 0) return nullptr;  // no hash on an empty table (the idle fast paths)
     for (size_t i = home(key);; i = next(i)) {
       Entry& e = table_[i];
       if (!e.used) return nullptr;

@@ -27,7 +27,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
       PeerKey key{h.src_peer, h.iteration, h.tensor_id};
       rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
       dropStash(key);
-      if (xexpect_id_ != 0 && xexpect_.key == key) promoteExpect();
+      if (isExpressExpect(key)) promoteExpect();
       if (const uint64_t* rid = expect_index_.find(key)) {
         failExpect(*rid, Status(static_cast<StatusCode>(h.status),
                                 "sender canceled tensor " + std::to_string(h.tensor_id)));
@@ -49,7 +49,7 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
     if (h.flags & wire::kFlagLast) rejected_.erase(rj);
     return;
   }
-  if (xexpect_id_ != 0 && xexpect_.key == key && landExpress(h, in, peer)) return;
+  if (isExpressExpect(key) && landExpress(h, in, peer)) return;
   const uint64_t* found = expect_index_.find(key);
   if (found == nullptr) {
     // No expect yet: the backend keeps the bytes; ack now (flagged or not) so
