@@ -109,6 +109,7 @@ class ContextImpl : public BackendEvents {
   using Peer = engine::Peer;
   using Submission = engine::Submission;
   using Ready = engine::Ready;
+  using Express = engine::Express;
 
   explicit ContextImpl(const ContextOptions& options);
   OpHandle newHandle(uint64_t id);
@@ -148,12 +149,6 @@ class ContextImpl : public BackendEvents {
   // chunk was posted). False: take startSend().
   bool startExpress(Submission& s);
   void endExpress(Status st);  // completes it with st (complete()); frees the slot
-  struct Express {
-    uint64_t token = 0;  // the post's backend token; 0: no express send pending
-    PeerKey key{};
-    OpHandle handle;
-    Completion cb;
-  };
   // Posts an expect: into the express slot (xexpect_) when the slot is free
   // and nothing of the tensor arrived yet, else into recvs_/expect_index_
   // (and lands what the stash holds of it).

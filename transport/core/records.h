@@ -114,6 +114,12 @@ struct Ready {
   Completion cb;
   Status status;
 };
+struct Express {  // the express send in flight (ContextImpl::startExpress)
+  uint64_t token = 0;  // the post's backend token; 0: no express send pending
+  PeerKey key{};
+  OpHandle handle;
+  Completion cb;
+};
 
 }  // namespace engine
 }  // namespace tictac::transport

@@ -1,6 +1,7 @@
 // Verbs backend: setup, QP creation and connection, peer teardown.
 #include "transport/verbs/backend.h"
 
+#include <cassert>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -127,7 +128,9 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
   c->qpn = c->qp->qp_num;
   c->psn = std::random_device()() & 0xffffff;
   Conn* raw = c.get();
-  conns_[c->qpn] = std::move(c);
+  // The device numbers live QPs uniquely: a second entry would orphan a Conn.
+  [[maybe_unused]] bool fresh = conns_.emplace(c->qpn, std::move(c)).second;
+  assert(fresh && "verbs: a QP number already has a Conn");
   int total = static_cast<int>(conns_.size() * (tune_.sq_depth + tune_.rq_depth));
   if (Status s = dev_->reserveCq(total + 64); !s) {
     dropConn(raw->qpn);
