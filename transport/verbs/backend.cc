@@ -128,9 +128,14 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
   c->qpn = c->qp->qp_num;
   c->psn = std::random_device()() & 0xffffff;
   Conn* raw = c.get();
-  // The device numbers live QPs uniquely: a second entry would orphan a Conn.
-  [[maybe_unused]] bool fresh = conns_.emplace(c->qpn, std::move(c)).second;
-  assert(fresh && "verbs: a QP number already has a Conn");
+  // The device numbers live QPs uniquely. try_emplace leaves c alone when the
+  // number is taken (emplace would build the node and free the Conn).
+  if (!conns_.try_emplace(c->qpn, std::move(c)).second) {
+    assert(false && "verbs: a QP number already has a Conn");
+    destroyConn(*c);
+    return Status(StatusCode::kIoError, "verbs: QP number " + std::to_string(raw->qpn) +
+                                             " is already in use by a connection");
+  }
   int total = static_cast<int>(conns_.size() * (tune_.sq_depth + tune_.rq_depth));
   if (Status s = dev_->reserveCq(total + 64); !s) {
     dropConn(raw->qpn);
