@@ -40,7 +40,8 @@ constexpr int kMaxIters = 10000000;
 struct Opts {
   size_t size = 72;  // tictac's 8-byte message: 8 B EagerHdr + 56 B core header + 8
   int iters = 2000, port = 18517, sq = 256, rq = 512, recv_bytes = 8192, inline_max = 220;
-  bool shared_cq = true, channel = true, json = false;
+  int depth = 128;  // --bw: ib_write_bw's default tx depth
+  bool shared_cq = true, channel = true, json = false, bw = false, imm = false, spin = false;
   std::string device, host;
   Load load;
 };
@@ -52,8 +53,10 @@ struct Opts {
 
 const char kUsage[] =
     "usage: verbs_floor [-d DEV] [-p PORT] [-s BYTES] [-n ITERS] [--separate-cq] [--no-channel]\n"
-    "                   [--calls K] [--pages K] [--work K] [--json] [HOST]\n"
-    "An RC SEND ping-pong on raw libibverbs with tictac's verbs QP configuration.\n"
+    "                   [--calls K] [--pages K] [--work K] [--bw [--imm] [--depth K] [--spin]]\n"
+    "                   [--json] [HOST]\n"
+    "An RC SEND ping-pong on raw libibverbs with tictac's verbs QP configuration\n"
+    "(or, with --bw, RDMA WRITE bandwidth on the same QP).\n"
     "Without HOST: the server (start it first, same options). With HOST: the client.\n"
     "  -d DEV          ibverbs device (default: the first)\n"
     "  -p PORT         TCP port of the QP exchange (default 18517)\n"
@@ -65,6 +68,13 @@ const char kUsage[] =
     "  --calls K       K indirect calls per turn (before each post), a call's cost\n"
     "  --pages K       read K distinct pages (the same ones, at offset 0, each turn), <= 4096\n"
     "  --work K        K rounds of a dependent multiply-add per turn\n"
+    "  --bw            bandwidth instead: the client RDMA WRITEs -n messages of -s bytes\n"
+    "                  (1..64 MiB) to the server's buffer and prints Gb/s (as ib_write_bw)\n"
+    "  --imm           with --bw: WRITE WITH IMMEDIATE; the server takes every receive\n"
+    "                  completion, sleeping on the completion channel in between (as the\n"
+    "                  verbs backend's receiver does)\n"
+    "  --depth K       with --bw: WRITEs outstanding, 1..256 (default 128, ib_write_bw's)\n"
+    "  --spin          with --bw --imm: the server polls instead of sleeping\n"
     "  --json          the client prints one JSON object instead of the table\n";
 
 [[noreturn]] void usage(const std::string& why) {
@@ -99,7 +109,7 @@ Opts parse(int argc, char** argv) {
     } else if (a == "-p") {
       o.port = num(i, 1, 65535);
     } else if (a == "-s") {
-      o.size = static_cast<size_t>(num(i, 0, o.recv_bytes));
+      o.size = static_cast<size_t>(num(i, 0, 64 << 20));  // checked against the mode below
     } else if (a == "-n") {
       o.iters = num(i, 1, kMaxIters);
     } else if (a == "--separate-cq") {
@@ -112,6 +122,14 @@ Opts parse(int argc, char** argv) {
       o.load.pages = num(i, 0, Load::kMaxPages);
     } else if (a == "--work") {
       o.load.work = num(i, 0, 1 << 24);
+    } else if (a == "--bw") {
+      o.bw = true;
+    } else if (a == "--imm") {
+      o.imm = true;
+    } else if (a == "--spin") {
+      o.spin = true;
+    } else if (a == "--depth") {
+      o.depth = num(i, 1, 256);
     } else if (a == "--json") {
       o.json = true;
     } else if (!a.empty() && a[0] != '-' && o.host.empty()) {
@@ -120,14 +138,22 @@ Opts parse(int argc, char** argv) {
       usage("unknown argument '" + a + "'");
     }
   }
+  if (!o.bw && (o.imm || o.spin)) usage("--imm and --spin need --bw");
+  if (o.bw ? o.size == 0 : o.size > size_t(o.recv_bytes)) {
+    usage("bad value '" + std::to_string(o.size) + "' for -s (" +
+          (o.bw ? "1..67108864 with --bw)" : "0.." + std::to_string(o.recv_bytes) + ")"));
+  }
   return o;
 }
 
 struct Wire {
   uint32_t qpn;
-  uint32_t iters;  // both sides must run the same ping-pong
+  uint32_t iters;  // both sides must run the same test
   uint64_t size;
   uint8_t gid[16];
+  uint64_t addr;  // --bw: the server's bulk buffer
+  uint32_t rkey;
+  uint32_t mode;  // 1: --bw, 2: --imm
 };
 
 // One TCP connection for the exchange; every read has a 10 s deadline.
@@ -168,16 +194,44 @@ int tcpConnect(const Opts& o) {
   return c;
 }
 
-void exchange(int fd, const void* out, void* in, size_t len) {
+void exchange(int fd, const void* out, void* in, size_t len, int wait_s = 10) {
   if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) die("sending to the peer failed");
   size_t got = 0;
   while (got < len) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 10000) <= 0) die("the peer sent nothing for 10 s");
+    if (poll(&p, 1, wait_s * 1000) <= 0) {
+      die("the peer sent nothing for " + std::to_string(wait_s) + " s");
+    }
     ssize_t n = read(fd, static_cast<char*>(in) + got, len - got);
     if (n <= 0) die("the peer closed the exchange");
     got += static_cast<size_t>(n);
   }
+}
+
+// --bw: the client writes and reports; the server sinks the immediates (or
+// only waits for the client's end of the run).
+int runBw(const Opts& o, Verbs& v, ibv_mr* bulk, BwTarget t, int fd) {
+  const bool client = !o.host.empty();
+  double secs = 0;
+  if (client) {
+    secs = runWrites(v, bulk, t, o.size, o.iters, std::min(o.depth, o.sq), o.imm);
+  } else if (o.imm) {
+    sinkImms(v, o.iters, !o.spin);
+  }
+  char go = 1;
+  exchange(fd, &go, &go, 1, 600);  // the server waits out the whole run here
+  if (!client) return 0;
+  double gbps = static_cast<double>(o.size) * o.iters * 8e-9 / secs;
+  if (o.json) {
+    std::printf("{\"test\":\"floor_bw\",\"size\":%zu,\"iters\":%d,\"imm\":%s,\"depth\":%d,"
+                "\"sink\":\"%s\",\"bw_gbps\":%.6f}\n",
+                o.size, o.iters, o.imm ? "true" : "false", o.depth,
+                o.imm ? (o.spin ? "spin" : "block") : "none", gbps);
+  } else {
+    std::printf(" #bytes #iters imm depth BW[Gb/s]\n %-6zu %-6d %-3s %-5d %.4f\n", o.size, o.iters,
+                o.imm ? "yes" : "no", o.depth, gbps);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -189,17 +243,24 @@ int main(int argc, char** argv) {
   o.load.prepare();
   Verbs v = openVerbs(o.device, o.shared_cq, o.channel, o.sq, o.rq, o.inline_max, o.recv_bytes);
   int fd = tcpConnect(o);
-  Wire me{v.qp->qp_num, static_cast<uint32_t>(o.iters), o.size, {}}, peer{};
+  ibv_mr* bulk = o.bw ? registerBulk(v, o.size) : nullptr;
+  Wire me{v.qp->qp_num, static_cast<uint32_t>(o.iters), o.size, {}, 0, 0,
+          (o.bw ? 1u : 0u) | (o.imm ? 2u : 0u)},
+      peer{};
   std::memcpy(me.gid, v.gid.raw, sizeof me.gid);
+  if (bulk != nullptr) me.addr = reinterpret_cast<uintptr_t>(bulk->addr), me.rkey = bulk->rkey;
   exchange(fd, &me, &peer, sizeof me);
-  if (peer.iters != me.iters || peer.size != me.size) {
+  if (peer.iters != me.iters || peer.size != me.size || peer.mode != me.mode) {
+    auto mode = [](uint32_t m) { return std::string(m & 1 ? " --bw" : "") + (m & 2 ? " --imm" : ""); };
     die("the peer runs -n " + std::to_string(peer.iters) + " -s " + std::to_string(peer.size) +
-        ", this side -n " + std::to_string(o.iters) + " -s " + std::to_string(o.size));
+        mode(peer.mode) + ", this side -n " + std::to_string(o.iters) + " -s " +
+        std::to_string(o.size) + mode(me.mode));
   }
   connectQp(v, peer.qpn, peer.gid);
   char go = 1;
   exchange(fd, &go, &go, 1);  // both QPs are ready to receive
-  if (!client) std::fprintf(stderr, "verbs_floor: connected, running %d round trips\n", o.iters);
+  if (!client) std::fprintf(stderr, "verbs_floor: connected, running %d %s\n", o.iters, o.bw ? "WRITEs" : "round trips");
+  if (o.bw) return runBw(o, v, bulk, BwTarget{peer.addr, peer.rkey}, fd);
 
   auto nowUs = [] {
     auto since = std::chrono::steady_clock::now().time_since_epoch();

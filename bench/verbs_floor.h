@@ -55,3 +55,23 @@ void awaitRecv(Verbs& v);
 void reapSends(Verbs& v);
 // Waits until every SEND completed (5 s at most, then ends the process).
 void drainSends(Verbs& v);
+// Takes the completions that are there on both CQs without waiting.
+void reapAll(Verbs& v);
+
+// --bw (verbs_floor_bw.cc). Where the client's WRITEs land: the server's
+// bulk buffer.
+struct BwTarget {
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+};
+// A page-aligned `size`-byte buffer, registered for local and remote write.
+ibv_mr* registerBulk(Verbs& v, size_t size);
+// The client: `iters` signaled RDMA WRITEs (WITH IMMEDIATE = the index when
+// `imm`) of `size` bytes from `src` to `t`, at most `depth` outstanding.
+// Returns the seconds from the first post to the last completion; 5 s
+// without a completion ends the process.
+double runWrites(Verbs& v, ibv_mr* src, BwTarget t, size_t size, int iters, int depth, bool imm);
+// The server with --imm: takes `iters` receive completions (reposting the
+// receives); between them it sleeps on the completion channel when `block`
+// (the verbs backend's idle receiver), else spins. 5 s without one ends it.
+void sinkImms(Verbs& v, int iters, bool block);

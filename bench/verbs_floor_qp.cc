@@ -107,7 +107,7 @@ void connectQp(Verbs& v, uint32_t peer_qpn, const uint8_t peer_gid[16]) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;  // --bw
   if (int rc = ibv_modify_qp(v.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                            IBV_QP_ACCESS_FLAGS)) {
     fail("QP to INIT", rc);
@@ -165,7 +165,7 @@ static void take(Verbs& v, ibv_cq* cq) {
     if (wc[i].status != IBV_WC_SUCCESS) {
       fail(std::string("completion error: ") + ibv_wc_status_str(wc[i].status));
     }
-    if (wc[i].opcode != IBV_WC_RECV) {
+    if ((wc[i].opcode & IBV_WC_RECV) == 0) {  // RECV and RECV_RDMA_WITH_IMM have the bit
       --v.sends_out;
     } else if (++v.recvs_ready, ++v.to_repost == 16) {
       repost(v, v.to_repost);
@@ -191,6 +191,11 @@ void awaitRecv(Verbs& v) {
 }
 
 void reapSends(Verbs& v) { take(v, v.send_cq); }
+
+void reapAll(Verbs& v) {
+  take(v, v.send_cq);
+  if (v.recv_cq != v.send_cq) take(v, v.recv_cq);
+}
 
 void drainSends(Verbs& v) {
   pollUntil(v, v.send_cq, [](const Verbs& s) { return s.sends_out == 0; },

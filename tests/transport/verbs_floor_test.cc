@@ -91,6 +91,16 @@ class VerbsFloor : public ::testing::Test {
   ToolRun client(const std::string& args) {
     return scratch_->run("timeout 60 " + kFloor, "-p " + port_ + " " + args + " 127.0.0.1");
   }
+  // A client in the background (output discarded), for the dead-peer cases.
+  pid_t startClient(const std::string& args) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::string cmd = "exec " + kFloor + " -p " + port_ + " " + args + " 127.0.0.1 >/dev/null 2>&1";
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  }
   std::string serverErr() const { return ScratchDir::slurp(scratch_->path("server.err")); }
 
   std::unique_ptr<ScratchDir> scratch_;
@@ -130,11 +140,33 @@ TEST_F(VerbsFloor, LoadAndLayoutOptionsAreApplied) {
   EXPECT_EQ(j["work"], 100);
 }
 
+TEST_F(VerbsFloor, BandwidthModeWritesEveryMessage) {
+  REQUIRE_DEVICE();
+  for (const std::string opts : {"--bw -s 65536 -n 300", "--bw --imm -s 65536 -n 300",
+                                 "--bw --imm --spin --depth 4 -s 1048576 -n 40"}) {
+    startServer(opts);
+    ToolRun r = client(opts + " --json");
+    // With --imm the server exits 0 only once it took every WRITE's immediate.
+    EXPECT_EQ(stop(std::chrono::seconds(30)), 0) << opts << ": " << serverErr();
+    ASSERT_EQ(r.code, 0) << opts << ": " << r.err;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["test"], "floor_bw") << opts;
+    EXPECT_EQ(j["imm"], opts.find("--imm") != std::string::npos) << opts;
+    EXPECT_EQ(j["sink"], opts.find("--spin") != std::string::npos   ? "spin"
+                         : opts.find("--imm") != std::string::npos ? "block"
+                                                                   : "none")
+        << opts;
+    EXPECT_GT(j["bw_gbps"].get<double>(), 0) << opts;
+  }
+}
+
 TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
   const std::pair<const char*, const char*> cases[] = {
       {"-s x", "'x' for -s"},       {"-s 9000", "'9000' for -s"}, {"-s -3", "'-3' for -s"},
       {"-n 0", "'0' for -n"},       {"-p 70000", "'70000' for -p"}, {"--pages 5000", "--pages"},
-      {"--bogus", "'--bogus'"},     {"-n", "-n needs a value"},     {"-d", "-d needs a value"}};
+      {"--bogus", "'--bogus'"},     {"-n", "-n needs a value"},     {"-d", "-d needs a value"},
+      {"--imm", "need --bw"},       {"--bw -s 0", "'0' for -s"},    {"--bw --depth 0", "--depth"},
+      {"--bw -s 70000000", "'70000000' for -s"}};
   for (const auto& [args, named] : cases) {
     ToolRun r = scratch_->run(kFloor, args);
     EXPECT_EQ(r.code, 2) << args;
@@ -144,11 +176,15 @@ TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
 
 TEST_F(VerbsFloor, MismatchedRunsFailFastOnBothSides) {
   REQUIRE_DEVICE();
-  startServer("-n 300");
-  ToolRun r = client("-n 200");
-  EXPECT_EQ(stop(std::chrono::seconds(20)), 1) << serverErr();
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("the peer runs -n 300"), std::string::npos) << r.err;
+  const char* cases[][3] = {{"-n 300", "-n 200", "the peer runs -n 300"},
+                            {"--bw -s 4096 -n 100", "--bw --imm -s 4096 -n 100", "--bw --imm"}};
+  for (const auto& [server, cli, named] : cases) {
+    startServer(server);
+    ToolRun r = client(cli);
+    EXPECT_EQ(stop(std::chrono::seconds(20)), 1) << serverErr();
+    EXPECT_EQ(r.code, 1) << cli;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(VerbsFloor, MissingDeviceAndMissingServerAreNamed) {
@@ -164,12 +200,7 @@ TEST_F(VerbsFloor, MissingDeviceAndMissingServerAreNamed) {
 TEST_F(VerbsFloor, APeerThatDiesMidRunEndsTheOtherSideWithAnError) {
   REQUIRE_DEVICE();
   startServer("-n 10000000");
-  pid_t cli = ::fork();
-  if (cli == 0) {
-    std::string cmd = "exec " + kFloor + " -p " + port_ + " -n 10000000 127.0.0.1 >/dev/null 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  pid_t cli = startClient("-n 10000000");
   ASSERT_TRUE(serverSaid("connected, running")) << serverErr();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // ping-ponging
   ::kill(cli, SIGKILL);
@@ -180,6 +211,19 @@ TEST_F(VerbsFloor, APeerThatDiesMidRunEndsTheOtherSideWithAnError) {
   EXPECT_TRUE(err.find("no message from the peer for 5 s") != std::string::npos ||
               err.find("completion error") != std::string::npos)
       << err;
+}
+
+TEST_F(VerbsFloor, AWriterThatDiesEndsTheSinkWithAnError) {
+  REQUIRE_DEVICE();
+  startServer("--bw --imm -s 65536 -n 10000000");
+  pid_t cli = startClient("--bw --imm -s 65536 -n 10000000");
+  ASSERT_TRUE(serverSaid("connected, running")) << serverErr();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // writing
+  ::kill(cli, SIGKILL);
+  ::waitpid(cli, nullptr, 0);
+  EXPECT_EQ(stop(std::chrono::seconds(30)), 1) << "server exit (-2: still running after 30 s)";
+  EXPECT_NE(serverErr().find("no WRITE WITH IMMEDIATE arrived for 5 s"), std::string::npos)
+      << serverErr();
 }
 
 }  // namespace
