@@ -60,16 +60,17 @@ const char kUsage[] =
     "Without HOST: the server (start it first, same options). With HOST: the client.\n"
     "  -d DEV          ibverbs device (default: the first)\n"
     "  -p PORT         TCP port of the QP exchange (default 18517)\n"
-    "  -s BYTES        message size, 0..8192 (default 72: tictac's 8-byte message with\n"
-    "                  its headers)\n"
-    "  -n ITERS        round trips, 1..10000000 (default 2000); both sides must agree\n"
+    "  -s BYTES        message size, 0..8192, with --bw 1..64 MiB (default 72: tictac's\n"
+    "                  8-byte message with its headers)\n"
+    "  -n ITERS        round trips (--bw: WRITEs), 1..10000000 (default 2000); both sides\n"
+    "                  must agree\n"
     "  --separate-cq   a send CQ and a receive CQ (perftest's layout) instead of one\n"
     "  --no-channel    no completion channel on the CQ\n"
     "  --calls K       K indirect calls per turn (before each post), a call's cost\n"
     "  --pages K       read K distinct pages (the same ones, at offset 0, each turn), <= 4096\n"
     "  --work K        K rounds of a dependent multiply-add per turn\n"
     "  --bw            bandwidth instead: the client RDMA WRITEs -n messages of -s bytes\n"
-    "                  (1..64 MiB) to the server's buffer and prints Gb/s (as ib_write_bw)\n"
+    "                  to the server's buffer and prints Gb/s (as ib_write_bw)\n"
     "  --imm           with --bw: WRITE WITH IMMEDIATE; the server takes every receive\n"
     "                  completion, sleeping on the completion channel in between (as the\n"
     "                  verbs backend's receiver does)\n"
@@ -139,6 +140,7 @@ Opts parse(int argc, char** argv) {
     }
   }
   if (!o.bw && (o.imm || o.spin)) usage("--imm and --spin need --bw");
+  if (o.spin && !o.imm) usage("--spin needs --imm (without it the server takes no completion)");
   if (o.bw ? o.size == 0 : o.size > size_t(o.recv_bytes)) {
     usage("bad value '" + std::to_string(o.size) + "' for -s (" +
           (o.bw ? "1..67108864 with --bw)" : "0.." + std::to_string(o.recv_bytes) + ")"));

@@ -166,7 +166,7 @@ TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
       {"-n 0", "'0' for -n"},       {"-p 70000", "'70000' for -p"}, {"--pages 5000", "--pages"},
       {"--bogus", "'--bogus'"},     {"-n", "-n needs a value"},     {"-d", "-d needs a value"},
       {"--imm", "need --bw"},       {"--bw -s 0", "'0' for -s"},    {"--bw --depth 0", "--depth"},
-      {"--bw -s 70000000", "'70000000' for -s"}};
+      {"--bw -s 70000000", "'70000000' for -s"}, {"--bw --spin", "--spin needs --imm"}};
   for (const auto& [args, named] : cases) {
     ToolRun r = scratch_->run(kFloor, args);
     EXPECT_EQ(r.code, 2) << args;
