@@ -15,23 +15,17 @@
 // may pick another GID type, path MTU or inline size than this fixed one.
 //
 // Exit 0 on a complete run, 1 on any failure (named on stderr), 2 on usage.
-#include <arpa/inet.h>
+#include "bench/verbs_floor.h"
+
 #include <infiniband/verbs.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "bench/verbs_floor.h"
 
 namespace {
 
@@ -95,8 +89,8 @@ Opts parse(int argc, char** argv) {
     char* end = nullptr;
     long v = std::strtol(text, &end, 10);
     if (*text == '\0' || *end != '\0' || v < lo || v > hi) {
-      usage("bad value '" + std::string(text) + "' for " + flag + " (" + std::to_string(lo) +
-            ".." + std::to_string(hi) + ")");
+      usage("bad value '" + std::string(text) + "' for " + flag + " (" + std::to_string(lo) + ".." +
+            std::to_string(hi) + ")");
     }
     return static_cast<int>(v);
   };
@@ -158,58 +152,6 @@ struct Wire {
   uint32_t mode;  // 1: --bw, 2: --imm
 };
 
-// One TCP connection for the exchange; every read has a 10 s deadline.
-int tcpConnect(const Opts& o) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = o.host.empty() ? AI_PASSIVE : 0;
-  std::string port = std::to_string(o.port);
-  if (int rc = getaddrinfo(o.host.empty() ? nullptr : o.host.c_str(), port.c_str(), &hints, &res)) {
-    die("resolving '" + o.host + "': " + gai_strerror(rc));
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM, 0);
-  if (fd < 0) die(std::string("socket: ") + std::strerror(errno));
-  if (!o.host.empty()) {  // a server still opening its device: retry for 5 s
-    int rc = -1;
-    for (int tries = 0; tries < 50; ++tries) {
-      if ((rc = connect(fd, res->ai_addr, res->ai_addrlen)) == 0 || errno != ECONNREFUSED) break;
-      close(fd);
-      usleep(100000);
-      if ((fd = socket(res->ai_family, SOCK_STREAM, 0)) < 0) break;
-    }
-    int err = errno;
-    freeaddrinfo(res);
-    if (rc != 0) die("connecting to " + o.host + ":" + port + ": " + std::strerror(err));
-    return fd;
-  }
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-    die("listening on port " + port + ": " + std::strerror(errno));
-  }
-  freeaddrinfo(res);
-  std::fprintf(stderr, "verbs_floor: waiting for a client on port %s\n", port.c_str());
-  int c = accept(fd, nullptr, nullptr);
-  close(fd);
-  if (c < 0) die(std::string("accept: ") + std::strerror(errno));
-  return c;
-}
-
-void exchange(int fd, const void* out, void* in, size_t len, int wait_s = 10) {
-  if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) die("sending to the peer failed");
-  size_t got = 0;
-  while (got < len) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, wait_s * 1000) <= 0) {
-      die("the peer sent nothing for " + std::to_string(wait_s) + " s");
-    }
-    ssize_t n = read(fd, static_cast<char*>(in) + got, len - got);
-    if (n <= 0) die("the peer closed the exchange");
-    got += static_cast<size_t>(n);
-  }
-}
-
 // --bw: the client writes and reports; the server sinks the immediates (or
 // only waits for the client's end of the run).
 int runBw(const Opts& o, Verbs& v, ibv_mr* bulk, BwTarget t, int fd) {
@@ -225,10 +167,11 @@ int runBw(const Opts& o, Verbs& v, ibv_mr* bulk, BwTarget t, int fd) {
   if (!client) return 0;
   double gbps = static_cast<double>(o.size) * o.iters * 8e-9 / secs;
   if (o.json) {
-    std::printf("{\"test\":\"floor_bw\",\"size\":%zu,\"iters\":%d,\"imm\":%s,\"depth\":%d,"
-                "\"sink\":\"%s\",\"bw_gbps\":%.6f}\n",
-                o.size, o.iters, o.imm ? "true" : "false", o.depth,
-                o.imm ? (o.spin ? "spin" : "block") : "none", gbps);
+    std::printf(
+        "{\"test\":\"floor_bw\",\"size\":%zu,\"iters\":%d,\"imm\":%s,\"depth\":%d,"
+        "\"sink\":\"%s\",\"bw_gbps\":%.6f}\n",
+        o.size, o.iters, o.imm ? "true" : "false", o.depth,
+        o.imm ? (o.spin ? "spin" : "block") : "none", gbps);
   } else {
     std::printf(" #bytes #iters imm depth BW[Gb/s]\n %-6zu %-6d %-3s %-5d %.4f\n", o.size, o.iters,
                 o.imm ? "yes" : "no", o.depth, gbps);
@@ -244,16 +187,23 @@ int main(int argc, char** argv) {
   std::vector<double> t(client ? static_cast<size_t>(o.iters) + 1 : 0);  // before the barrier
   o.load.prepare();
   Verbs v = openVerbs(o.device, o.shared_cq, o.channel, o.sq, o.rq, o.inline_max, o.recv_bytes);
-  int fd = tcpConnect(o);
+  int fd = tcpConnect(o.host, o.port);
   ibv_mr* bulk = o.bw ? registerBulk(v, o.size) : nullptr;
-  Wire me{v.qp->qp_num, static_cast<uint32_t>(o.iters), o.size, {}, 0, 0,
+  Wire me{v.qp->qp_num,
+          static_cast<uint32_t>(o.iters),
+          o.size,
+          {},
+          0,
+          0,
           (o.bw ? 1u : 0u) | (o.imm ? 2u : 0u)},
       peer{};
   std::memcpy(me.gid, v.gid.raw, sizeof me.gid);
   if (bulk != nullptr) me.addr = reinterpret_cast<uintptr_t>(bulk->addr), me.rkey = bulk->rkey;
   exchange(fd, &me, &peer, sizeof me);
   if (peer.iters != me.iters || peer.size != me.size || peer.mode != me.mode) {
-    auto mode = [](uint32_t m) { return std::string(m & 1 ? " --bw" : "") + (m & 2 ? " --imm" : ""); };
+    auto mode = [](uint32_t m) {
+      return std::string(m & 1 ? " --bw" : "") + (m & 2 ? " --imm" : "");
+    };
     die("the peer runs -n " + std::to_string(peer.iters) + " -s " + std::to_string(peer.size) +
         mode(peer.mode) + ", this side -n " + std::to_string(o.iters) + " -s " +
         std::to_string(o.size) + mode(me.mode));
@@ -261,7 +211,9 @@ int main(int argc, char** argv) {
   connectQp(v, peer.qpn, peer.gid);
   char go = 1;
   exchange(fd, &go, &go, 1);  // both QPs are ready to receive
-  if (!client) std::fprintf(stderr, "verbs_floor: connected, running %d %s\n", o.iters, o.bw ? "WRITEs" : "round trips");
+  if (!client)
+    std::fprintf(stderr, "verbs_floor: connected, running %d %s\n", o.iters,
+                 o.bw ? "WRITEs" : "round trips");
   if (o.bw) return runBw(o, v, bulk, BwTarget{peer.addr, peer.rkey}, fd);
 
   auto nowUs = [] {
@@ -285,13 +237,16 @@ int main(int argc, char** argv) {
   std::sort(half.begin(), half.end());
   double p50 = half[half.size() / 2], p99 = half[std::min(half.size() - 1, half.size() * 99 / 100)];
   if (o.json) {
-    std::printf("{\"test\":\"floor\",\"size\":%zu,\"iters\":%d,\"shared_cq\":%s,\"channel\":%s,"
-                "\"calls\":%d,\"pages\":%d,\"work\":%d,\"lat_us\":{\"p50\":%.3f,\"p99\":%.3f}}\n",
-                o.size, o.iters, o.shared_cq ? "true" : "false", o.channel ? "true" : "false",
-                o.load.calls, o.load.pages, o.load.work, p50, p99);
+    std::printf(
+        "{\"test\":\"floor\",\"size\":%zu,\"iters\":%d,\"shared_cq\":%s,\"channel\":%s,"
+        "\"calls\":%d,\"pages\":%d,\"work\":%d,\"lat_us\":{\"p50\":%.3f,\"p99\":%.3f}}\n",
+        o.size, o.iters, o.shared_cq ? "true" : "false", o.channel ? "true" : "false", o.load.calls,
+        o.load.pages, o.load.work, p50, p99);
   } else {
-    std::printf(" #bytes #iters calls pages work t_p50[us] t_p99[us]\n %-6zu %-6d %-5d %-5d %-4d %-9.2f %.2f\n",
-                o.size, o.iters, o.load.calls, o.load.pages, o.load.work, p50, p99);
+    std::printf(
+        " #bytes #iters calls pages work t_p50[us] t_p99[us]\n %-6zu %-6d %-5d %-5d %-4d %-9.2f "
+        "%.2f\n",
+        o.size, o.iters, o.load.calls, o.load.pages, o.load.work, p50, p99);
   }
   return 0;
 }

@@ -58,6 +58,14 @@ void drainSends(Verbs& v);
 // Takes the completions that are there on both CQs without waiting.
 void reapAll(Verbs& v);
 
+// The TCP exchange (verbs_floor_tcp.cc). The client (`host` set) connects,
+// retrying for 5 s while the server opens its device; the server listens on
+// `port` and accepts one client.
+int tcpConnect(const std::string& host, int port);
+// Sends `len` bytes and reads as many from the peer; nothing for `wait_s`
+// seconds, or a closed connection, ends the process naming it.
+void exchange(int fd, const void* out, void* in, size_t len, int wait_s = 10);
+
 // --bw (verbs_floor_bw.cc). Where the client's WRITEs land: the server's
 // bulk buffer.
 struct BwTarget {

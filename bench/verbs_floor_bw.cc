@@ -49,7 +49,8 @@ double runWrites(Verbs& v, ibv_mr* src, BwTarget t, size_t size, int iters, int 
       wr.wr.rdma.remote_addr = t.addr;
       wr.wr.rdma.rkey = t.rkey;
       ibv_send_wr* bad = nullptr;
-      if (int rc = ibv_post_send(v.qp, &wr, &bad)) fail("ibv_post_send (WRITE): " + std::string(std::strerror(rc)));
+      if (int rc = ibv_post_send(v.qp, &wr, &bad))
+        fail("ibv_post_send (WRITE): " + std::string(std::strerror(rc)));
       ++v.sends_out;
       ++posted;
     }
@@ -78,7 +79,8 @@ void sinkImms(Verbs& v, int iters, bool block) {
   };
   while (seen < iters) {
     if (take()) continue;
-    if (std::chrono::steady_clock::now() - last > kQuiet) fail("no WRITE WITH IMMEDIATE arrived for 5 s");
+    if (std::chrono::steady_clock::now() - last > kQuiet)
+      fail("no WRITE WITH IMMEDIATE arrived for 5 s");
     if (!block || v.channel == nullptr) continue;
     // Idle: arm, look once more (a completion may have landed before the arm), sleep.
     if (ibv_req_notify_cq(v.recv_cq, 0) != 0) fail("ibv_req_notify_cq failed");

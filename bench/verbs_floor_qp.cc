@@ -18,7 +18,9 @@ namespace {
 }
 
 // The calls of Load: out of line, reached through a table (as a virtual call is).
-unsigned step(unsigned x) { return x * 2654435761u + 1; }
+unsigned step(unsigned x) {
+  return x * 2654435761u + 1;
+}
 unsigned (*volatile g_step)(unsigned) = step;
 volatile unsigned g_sink;
 
@@ -108,8 +110,8 @@ void connectQp(Verbs& v, uint32_t peer_qpn, const uint8_t peer_gid[16]) {
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;  // --bw
-  if (int rc = ibv_modify_qp(v.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                           IBV_QP_ACCESS_FLAGS)) {
+  if (int rc = ibv_modify_qp(
+          v.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     fail("QP to INIT", rc);
   }
   repost(v, static_cast<uint32_t>(v.rq));  // receives need INIT
@@ -124,9 +126,10 @@ void connectQp(Verbs& v, uint32_t peer_qpn, const uint8_t peer_gid[16]) {
   a.ah_attr.grh.sgid_index = static_cast<uint8_t>(v.gid_index);
   a.ah_attr.grh.hop_limit = 64;
   a.ah_attr.port_num = 1;
-  if (int rc = ibv_modify_qp(v.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+  if (int rc =
+          ibv_modify_qp(v.qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
     fail("QP to RTR", rc);
   }
   a = ibv_qp_attr{};
@@ -135,16 +138,17 @@ void connectQp(Verbs& v, uint32_t peer_qpn, const uint8_t peer_gid[16]) {
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.max_rd_atomic = 1;
-  if (int rc = ibv_modify_qp(v.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                           IBV_QP_MAX_QP_RD_ATOMIC)) {
+  if (int rc = ibv_modify_qp(v.qp, &a,
+                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
     fail("QP to RTS", rc);
   }
 }
 
 void postSend(Verbs& v, size_t size, int id) {
   while (v.sends_out >= v.sq) reapSends(v);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(v.send_buf), static_cast<uint32_t>(size), v.send_mr->lkey};
+  ibv_sge sge{reinterpret_cast<uintptr_t>(v.send_buf), static_cast<uint32_t>(size),
+              v.send_mr->lkey};
   ibv_send_wr wr{};
   wr.wr_id = static_cast<uint64_t>(id);
   wr.sg_list = &sge;
@@ -185,12 +189,15 @@ static void pollUntil(Verbs& v, ibv_cq* cq, Done done, const char* what) {
 }
 
 void awaitRecv(Verbs& v) {
-  pollUntil(v, v.recv_cq, [](const Verbs& s) { return s.recvs_ready > 0; },
-            "no message from the peer for 5 s");
+  pollUntil(
+      v, v.recv_cq, [](const Verbs& s) { return s.recvs_ready > 0; },
+      "no message from the peer for 5 s");
   --v.recvs_ready;
 }
 
-void reapSends(Verbs& v) { take(v, v.send_cq); }
+void reapSends(Verbs& v) {
+  take(v, v.send_cq);
+}
 
 void reapAll(Verbs& v) {
   take(v, v.send_cq);
@@ -198,6 +205,7 @@ void reapAll(Verbs& v) {
 }
 
 void drainSends(Verbs& v) {
-  pollUntil(v, v.send_cq, [](const Verbs& s) { return s.sends_out == 0; },
-            "a SEND did not complete in 5 s");
+  pollUntil(
+      v, v.send_cq, [](const Verbs& s) { return s.sends_out == 0; },
+      "a SEND did not complete in 5 s");
 }

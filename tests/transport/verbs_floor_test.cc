@@ -28,7 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kFloor = std::string(TICTAC_BUILD_ROOT) + "/bench/verbs_floor";
 
-
 // Inside tools/softroce-vm (TICTAC_GUEST=1) the device must be there; on a
 // host without one the cases that need it skip with the reason.
 bool haveDevice() {
@@ -38,11 +37,11 @@ bool haveDevice() {
   return n > 0;
 }
 
-#define REQUIRE_DEVICE()                                                                   \
-  do {                                                                                     \
-    if (!haveDevice() && std::getenv("TICTAC_GUEST") == nullptr) {                         \
+#define REQUIRE_DEVICE()                                                                 \
+  do {                                                                                   \
+    if (!haveDevice() && std::getenv("TICTAC_GUEST") == nullptr) {                       \
       GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm, or rdma link add)"; \
-    }                                                                                      \
+    }                                                                                    \
   } while (0)
 
 class VerbsFloor : public ::testing::Test {
@@ -95,7 +94,8 @@ class VerbsFloor : public ::testing::Test {
   pid_t startClient(const std::string& args) {
     pid_t pid = ::fork();
     if (pid == 0) {
-      std::string cmd = "exec " + kFloor + " -p " + port_ + " " + args + " 127.0.0.1 >/dev/null 2>&1";
+      std::string cmd =
+          "exec " + kFloor + " -p " + port_ + " " + args + " 127.0.0.1 >/dev/null 2>&1";
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -152,7 +152,7 @@ TEST_F(VerbsFloor, BandwidthModeWritesEveryMessage) {
     json j = json::parse(r.out);
     EXPECT_EQ(j["test"], "floor_bw") << opts;
     EXPECT_EQ(j["imm"], opts.find("--imm") != std::string::npos) << opts;
-    EXPECT_EQ(j["sink"], opts.find("--spin") != std::string::npos   ? "spin"
+    EXPECT_EQ(j["sink"], opts.find("--spin") != std::string::npos  ? "spin"
                          : opts.find("--imm") != std::string::npos ? "block"
                                                                    : "none")
         << opts;
@@ -161,12 +161,20 @@ TEST_F(VerbsFloor, BandwidthModeWritesEveryMessage) {
 }
 
 TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"-s x", "'x' for -s"},       {"-s 9000", "'9000' for -s"}, {"-s -3", "'-3' for -s"},
-      {"-n 0", "'0' for -n"},       {"-p 70000", "'70000' for -p"}, {"--pages 5000", "--pages"},
-      {"--bogus", "'--bogus'"},     {"-n", "-n needs a value"},     {"-d", "-d needs a value"},
-      {"--imm", "need --bw"},       {"--bw -s 0", "'0' for -s"},    {"--bw --depth 0", "--depth"},
-      {"--bw -s 70000000", "'70000000' for -s"}, {"--bw --spin", "--spin needs --imm"}};
+  const std::pair<const char*, const char*> cases[] = {{"-s x", "'x' for -s"},
+                                                       {"-s 9000", "'9000' for -s"},
+                                                       {"-s -3", "'-3' for -s"},
+                                                       {"-n 0", "'0' for -n"},
+                                                       {"-p 70000", "'70000' for -p"},
+                                                       {"--pages 5000", "--pages"},
+                                                       {"--bogus", "'--bogus'"},
+                                                       {"-n", "-n needs a value"},
+                                                       {"-d", "-d needs a value"},
+                                                       {"--imm", "need --bw"},
+                                                       {"--bw -s 0", "'0' for -s"},
+                                                       {"--bw --depth 0", "--depth"},
+                                                       {"--bw -s 70000000", "'70000000' for -s"},
+                                                       {"--bw --spin", "--spin needs --imm"}};
   for (const auto& [args, named] : cases) {
     ToolRun r = scratch_->run(kFloor, args);
     EXPECT_EQ(r.code, 2) << args;

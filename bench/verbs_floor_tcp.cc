@@ -1,0 +1,76 @@
+// verbs_floor's TCP side: the one connection over which the two sides
+// exchange QP numbers, GIDs and the end of the run (see verbs_floor.h).
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bench/verbs_floor.h"
+
+namespace {
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "verbs_floor: %s\n", what.c_str());
+  std::exit(1);
+}
+
+}  // namespace
+
+// One TCP connection for the exchange (the contract: verbs_floor.h).
+int tcpConnect(const std::string& host, int port_num) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = host.empty() ? AI_PASSIVE : 0;
+  std::string port = std::to_string(port_num);
+  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res)) {
+    die("resolving '" + host + "': " + gai_strerror(rc));
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM, 0);
+  if (fd < 0) die(std::string("socket: ") + std::strerror(errno));
+  if (!host.empty()) {  // a server still opening its device: retry for 5 s
+    int rc = -1;
+    for (int tries = 0; tries < 50; ++tries) {
+      if ((rc = connect(fd, res->ai_addr, res->ai_addrlen)) == 0 || errno != ECONNREFUSED) break;
+      close(fd);
+      usleep(100000);
+      if ((fd = socket(res->ai_family, SOCK_STREAM, 0)) < 0) break;
+    }
+    int err = errno;
+    freeaddrinfo(res);
+    if (rc != 0) die("connecting to " + host + ":" + port + ": " + std::strerror(err));
+    return fd;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
+    die("listening on port " + port + ": " + std::strerror(errno));
+  }
+  freeaddrinfo(res);
+  std::fprintf(stderr, "verbs_floor: waiting for a client on port %s\n", port.c_str());
+  int c = accept(fd, nullptr, nullptr);
+  close(fd);
+  if (c < 0) die(std::string("accept: ") + std::strerror(errno));
+  return c;
+}
+
+void exchange(int fd, const void* out, void* in, size_t len, int wait_s) {
+  if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len))
+    die("sending to the peer failed");
+  size_t got = 0;
+  while (got < len) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, wait_s * 1000) <= 0) {
+      die("the peer sent nothing for " + std::to_string(wait_s) + " s");
+    }
+    ssize_t n = read(fd, static_cast<char*>(in) + got, len - got);
+    if (n <= 0) die("the peer closed the exchange");
+    got += static_cast<size_t>(n);
+  }
+}
