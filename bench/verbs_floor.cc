@@ -184,7 +184,7 @@ int runBw(const Opts& o, Verbs& v, ibv_mr* bulk, BwTarget t, int fd) {
 int main(int argc, char** argv) {
   Opts o = parse(argc, argv);
   const bool client = !o.host.empty();
-  std::vector<double> t(client ? static_cast<size_t>(o.iters) + 1 : 0);  // before the barrier
+  std::vector<double> t(client && !o.bw ? static_cast<size_t>(o.iters) + 1 : 0);  // before the barrier
   o.load.prepare();
   Verbs v = openVerbs(o.device, o.shared_cq, o.channel, o.sq, o.rq, o.inline_max, o.recv_bytes);
   int fd = tcpConnect(o.host, o.port);
