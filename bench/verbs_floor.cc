@@ -1,15 +1,18 @@
-// verbs_floor: the floor of tictac's verbs latency. An RC SEND ping-pong on
-// raw libibverbs, with the QP configuration the verbs backend uses (one CQ
-// for sends and receives, a completion channel, 256 send / 512 receive work
-// requests of 8 KiB receive buffers, inline sends), none of the library's
-// per-message work. Against ib_send_lat in the same boot it shows what the
-// configuration costs; against tictac-perf --test lat, what the library's
-// user space costs. --calls / --pages / --work add a known amount of user
-// space to every turn (indirect calls, hot pages touched, ALU work), which
-// calibrates what each costs on the machine (in the soft-RoCE guest: qemu).
+// verbs_floor: the floor of tictac's verbs latency and bandwidth. An RC SEND
+// ping-pong on raw libibverbs, with the QP configuration the verbs backend
+// uses (one CQ for sends and receives, a completion channel, 256 send / 512
+// receive work requests of 8 KiB receive buffers, inline sends), none of the
+// library's per-message work. Against ib_send_lat in the same boot it shows
+// what the configuration costs; against tictac-perf --test lat, what the
+// library's user space costs. --calls / --pages / --work add a known amount
+// of user space to every turn (indirect calls, hot pages touched, ALU work),
+// which calibrates what each costs on the machine (in the soft-RoCE guest:
+// qemu). --bw measures RDMA WRITE bandwidth on the same QP instead
+// (verbs_floor_bw.cc): plain, as ib_write_bw, or WITH IMMEDIATE into a
+// receiver that takes every completion, as the backend's rendezvous.
 //
 //   verbs_floor [options]            server (waits for one client)
-//   verbs_floor [options] HOST       client; prints the half round trip
+//   verbs_floor [options] HOST       client; prints the half round trip (--bw: Gb/s)
 //
 // The layout is the backend's as it runs on rxe; on other devices the backend
 // may pick another GID type, path MTU or inline size than this fixed one.
@@ -54,8 +57,8 @@ const char kUsage[] =
     "Without HOST: the server (start it first, same options). With HOST: the client.\n"
     "  -d DEV          ibverbs device (default: the first)\n"
     "  -p PORT         TCP port of the QP exchange (default 18517)\n"
-    "  -s BYTES        message size, 0..8192, with --bw 1..64 MiB (default 72: tictac's\n"
-    "                  8-byte message with its headers)\n"
+    "  -s BYTES        message size, 0..8192 (default 72: tictac's 8-byte message with\n"
+    "                  its headers); with --bw 1..64 MiB (default 65536, ib_write_bw's)\n"
     "  -n ITERS        round trips (--bw: WRITEs), 1..10000000 (default 2000); both sides\n"
     "                  must agree\n"
     "  --separate-cq   a send CQ and a receive CQ (perftest's layout) instead of one\n"
@@ -69,7 +72,8 @@ const char kUsage[] =
     "                  completion, sleeping on the completion channel in between (as the\n"
     "                  verbs backend's receiver does)\n"
     "  --depth K       with --bw: WRITEs outstanding, 1..256 (default 128, ib_write_bw's)\n"
-    "  --spin          with --bw --imm: the server polls instead of sleeping\n"
+    "  --spin          with --bw --imm: the server polls instead of sleeping (needed\n"
+    "                  with --no-channel)\n"
     "  --json          the client prints one JSON object instead of the table\n";
 
 [[noreturn]] void usage(const std::string& why) {
@@ -83,9 +87,7 @@ Opts parse(int argc, char** argv) {
     if (i + 1 >= argc) usage(std::string(argv[i]) + " needs a value");
     return argv[++i];
   };
-  auto num = [&](int& i, long lo, long hi) {
-    const char* flag = argv[i];
-    const char* text = value(i);
+  auto parseNum = [](const char* flag, const char* text, long lo, long hi) {
     char* end = nullptr;
     long v = std::strtol(text, &end, 10);
     if (*text == '\0' || *end != '\0' || v < lo || v > hi) {
@@ -94,6 +96,12 @@ Opts parse(int argc, char** argv) {
     }
     return static_cast<int>(v);
   };
+  auto num = [&](int& i, long lo, long hi) {
+    const char* flag = argv[i];
+    return parseNum(flag, value(i), lo, hi);
+  };
+  const char* size_text = nullptr;  // parsed once the mode is known
+  bool depth_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -104,7 +112,7 @@ Opts parse(int argc, char** argv) {
     } else if (a == "-p") {
       o.port = num(i, 1, 65535);
     } else if (a == "-s") {
-      o.size = static_cast<size_t>(num(i, 0, 64 << 20));  // checked against the mode below
+      size_text = value(i);
     } else if (a == "-n") {
       o.iters = num(i, 1, kMaxIters);
     } else if (a == "--separate-cq") {
@@ -125,6 +133,7 @@ Opts parse(int argc, char** argv) {
       o.spin = true;
     } else if (a == "--depth") {
       o.depth = num(i, 1, 256);
+      depth_given = true;
     } else if (a == "--json") {
       o.json = true;
     } else if (!a.empty() && a[0] != '-' && o.host.empty()) {
@@ -133,11 +142,17 @@ Opts parse(int argc, char** argv) {
       usage("unknown argument '" + a + "'");
     }
   }
-  if (!o.bw && (o.imm || o.spin)) usage("--imm and --spin need --bw");
+  if (!o.bw && (o.imm || o.spin || depth_given)) usage("--imm, --spin and --depth need --bw");
   if (o.spin && !o.imm) usage("--spin needs --imm (without it the server takes no completion)");
-  if (o.bw ? o.size == 0 : o.size > size_t(o.recv_bytes)) {
-    usage("bad value '" + std::to_string(o.size) + "' for -s (" +
-          (o.bw ? "1..67108864 with --bw)" : "0.." + std::to_string(o.recv_bytes) + ")"));
+  if (o.imm && !o.spin && !o.channel)
+    usage("--imm without --spin sleeps on the channel: no --no-channel");
+  if (o.bw && (o.load.calls || o.load.pages || o.load.work)) {
+    usage("--calls, --pages and --work load the ping-pong's turns, not --bw");
+  }
+  if (o.bw) o.size = 65536;
+  if (size_text != nullptr) {
+    o.size = static_cast<size_t>(o.bw ? parseNum("-s", size_text, 1, 64 << 20)
+                                      : parseNum("-s", size_text, 0, o.recv_bytes));
   }
   return o;
 }
@@ -149,7 +164,7 @@ struct Wire {
   uint8_t gid[16];
   uint64_t addr;  // --bw: the server's bulk buffer
   uint32_t rkey;
-  uint32_t mode;  // 1: --bw, 2: --imm
+  uint32_t mode;  // 1: --bw, 2: --imm, 4: --spin
 };
 
 // --bw: the client writes and reports; the server sinks the immediates (or
@@ -163,7 +178,9 @@ int runBw(const Opts& o, Verbs& v, ibv_mr* bulk, BwTarget t, int fd) {
     sinkImms(v, o.iters, !o.spin);
   }
   char go = 1;
-  exchange(fd, &go, &go, 1, 600);  // the server waits out the whole run here
+  // The server waits out the whole run here: as long as it takes at 1 MB/s,
+  // and a minute (a dead client closes the connection at once).
+  exchange(fd, &go, &go, 1, 60 + static_cast<double>(o.size) * o.iters / 1e6);
   if (!client) return 0;
   double gbps = static_cast<double>(o.size) * o.iters * 8e-9 / secs;
   if (o.json) {
@@ -184,7 +201,8 @@ int runBw(const Opts& o, Verbs& v, ibv_mr* bulk, BwTarget t, int fd) {
 int main(int argc, char** argv) {
   Opts o = parse(argc, argv);
   const bool client = !o.host.empty();
-  std::vector<double> t(client && !o.bw ? static_cast<size_t>(o.iters) + 1 : 0);  // before the barrier
+  std::vector<double> t(client && !o.bw ? static_cast<size_t>(o.iters) + 1
+                                        : 0);  // before the barrier
   o.load.prepare();
   Verbs v = openVerbs(o.device, o.shared_cq, o.channel, o.sq, o.rq, o.inline_max, o.recv_bytes);
   int fd = tcpConnect(o.host, o.port);
@@ -195,14 +213,14 @@ int main(int argc, char** argv) {
           {},
           0,
           0,
-          (o.bw ? 1u : 0u) | (o.imm ? 2u : 0u)},
+          (o.bw ? 1u : 0u) | (o.imm ? 2u : 0u) | (o.spin ? 4u : 0u)},
       peer{};
   std::memcpy(me.gid, v.gid.raw, sizeof me.gid);
   if (bulk != nullptr) me.addr = reinterpret_cast<uintptr_t>(bulk->addr), me.rkey = bulk->rkey;
   exchange(fd, &me, &peer, sizeof me);
   if (peer.iters != me.iters || peer.size != me.size || peer.mode != me.mode) {
     auto mode = [](uint32_t m) {
-      return std::string(m & 1 ? " --bw" : "") + (m & 2 ? " --imm" : "");
+      return std::string(m & 1 ? " --bw" : "") + (m & 2 ? " --imm" : "") + (m & 4 ? " --spin" : "");
     };
     die("the peer runs -n " + std::to_string(peer.iters) + " -s " + std::to_string(peer.size) +
         mode(peer.mode) + ", this side -n " + std::to_string(o.iters) + " -s " +

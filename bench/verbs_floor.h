@@ -24,7 +24,7 @@ struct Load {
 struct Verbs {
   ibv_context* ctx = nullptr;
   ibv_pd* pd = nullptr;
-  ibv_comp_channel* channel = nullptr;  // created, never armed: tictac's CQ has one
+  ibv_comp_channel* channel = nullptr;  // tictac's CQ has one; armed only by --bw --imm's sink
   ibv_cq* send_cq = nullptr;
   ibv_cq* recv_cq = nullptr;  // == send_cq with one shared CQ (tictac's layout)
   ibv_qp* qp = nullptr;
@@ -64,7 +64,7 @@ void reapAll(Verbs& v);
 int tcpConnect(const std::string& host, int port);
 // Sends `len` bytes and reads as many from the peer; nothing for `wait_s`
 // seconds, or a closed connection, ends the process naming it.
-void exchange(int fd, const void* out, void* in, size_t len, int wait_s = 10);
+void exchange(int fd, const void* out, void* in, size_t len, double wait_s = 10);
 
 // --bw (verbs_floor_bw.cc). Where the client's WRITEs land: the server's
 // bulk buffer.

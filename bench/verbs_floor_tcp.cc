@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,14 +61,21 @@ int tcpConnect(const std::string& host, int port_num) {
   return c;
 }
 
-void exchange(int fd, const void* out, void* in, size_t len, int wait_s) {
-  if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len))
+void exchange(int fd, const void* out, void* in, size_t len, double wait_s) {
+  if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) {
     die("sending to the peer failed");
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
   size_t got = 0;
   while (got < len) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, wait_s * 1000) <= 0) {
-      die("the peer sent nothing for " + std::to_string(wait_s) + " s");
+    int rc = poll(&p, 1, 1000);  // in slices: wait_s may exceed an int of milliseconds
+    if (rc < 0 && errno != EINTR) die(std::string("poll: ") + std::strerror(errno));
+    if (rc <= 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        die("the peer sent nothing for " + std::to_string(static_cast<long long>(wait_s)) + " s");
+      }
+      continue;
     }
     ssize_t n = read(fd, static_cast<char*>(in) + got, len - got);
     if (n <= 0) die("the peer closed the exchange");

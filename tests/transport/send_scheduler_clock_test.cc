@@ -12,7 +12,7 @@
 namespace tictac::transport {
 namespace {
 
-using namespace testing;  // NOLINT: the shared helpers
+using namespace sched_test;  // NOLINT: the shared helpers
 
 TEST(SendScheduler, CountersPerPriority) {
   SendScheduler s(opts(100, 10000));

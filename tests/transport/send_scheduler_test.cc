@@ -13,7 +13,7 @@
 namespace tictac::transport {
 namespace {
 
-using namespace testing;  // NOLINT: the shared helpers
+using namespace sched_test;  // NOLINT: the shared helpers
 
 TEST(SendScheduler, DefaultsAreTheHeaderConstants) {
   SendScheduler s;

@@ -12,7 +12,7 @@
 
 #include "transport/core/send_scheduler.h"
 
-namespace tictac::transport::testing {
+namespace tictac::transport::sched_test {
 
 using Clock = SendScheduler::Clock;
 using std::chrono::microseconds;
@@ -44,4 +44,4 @@ inline std::vector<uint64_t> drainAcking(SendScheduler& s) {
   return order;
 }
 
-}  // namespace tictac::transport::testing
+}  // namespace tictac::transport::sched_test

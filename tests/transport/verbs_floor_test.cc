@@ -161,20 +161,25 @@ TEST_F(VerbsFloor, BandwidthModeWritesEveryMessage) {
 }
 
 TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
-  const std::pair<const char*, const char*> cases[] = {{"-s x", "'x' for -s"},
-                                                       {"-s 9000", "'9000' for -s"},
-                                                       {"-s -3", "'-3' for -s"},
-                                                       {"-n 0", "'0' for -n"},
-                                                       {"-p 70000", "'70000' for -p"},
-                                                       {"--pages 5000", "--pages"},
-                                                       {"--bogus", "'--bogus'"},
-                                                       {"-n", "-n needs a value"},
-                                                       {"-d", "-d needs a value"},
-                                                       {"--imm", "need --bw"},
-                                                       {"--bw -s 0", "'0' for -s"},
-                                                       {"--bw --depth 0", "--depth"},
-                                                       {"--bw -s 70000000", "'70000000' for -s"},
-                                                       {"--bw --spin", "--spin needs --imm"}};
+  const std::pair<const char*, const char*> cases[] = {
+      {"-s x", "'x' for -s"},
+      {"-s 9000", "'9000' for -s"},
+      {"-s -3", "'-3' for -s"},
+      {"-n 0", "'0' for -n"},
+      {"-p 70000", "'70000' for -p"},
+      {"--pages 5000", "--pages"},
+      {"--bogus", "'--bogus'"},
+      {"-n", "-n needs a value"},
+      {"-d", "-d needs a value"},
+      {"--imm", "need --bw"},
+      {"--bw -s 0", "'0' for -s"},
+      {"--bw --depth 0", "--depth"},
+      {"--bw -s 70000000", "'70000000' for -s"},
+      {"--bw --spin", "--spin needs --imm"},
+      {"--depth 4", "need --bw"},
+      {"--bw --calls 3", "not --bw"},
+      {"--bw --imm --no-channel", "no --no-channel"},
+      {"-s 70000000", "'70000000' for -s (0..8192)"}};
   for (const auto& [args, named] : cases) {
     ToolRun r = scratch_->run(kFloor, args);
     EXPECT_EQ(r.code, 2) << args;
@@ -185,7 +190,10 @@ TEST_F(VerbsFloor, BadUsageExitsTwoAndNamesTheArgument) {
 TEST_F(VerbsFloor, MismatchedRunsFailFastOnBothSides) {
   REQUIRE_DEVICE();
   const char* cases[][3] = {{"-n 300", "-n 200", "the peer runs -n 300"},
-                            {"--bw -s 4096 -n 100", "--bw --imm -s 4096 -n 100", "--bw --imm"}};
+                            {"--bw -s 4096 -n 100", "--bw --imm -s 4096 -n 100",
+                             "the peer runs -n 100 -s 4096 --bw, this side"},
+                            {"--bw --imm --spin -s 4096 -n 100", "--bw --imm -s 4096 -n 100",
+                             "the peer runs -n 100 -s 4096 --bw --imm --spin, this side"}};
   for (const auto& [server, cli, named] : cases) {
     startServer(server);
     ToolRun r = client(cli);

@@ -183,11 +183,9 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
   bulk_bytes = lo_bytes() - lo_start;
   if (mode == kFifo) bulk_bytes -= std::min<uint64_t>(bulk_bytes, iters * size);  // urgent share
   uint64_t total = bulk_posted;
-  uint64_t ack = 0;
   auto fin = s.ch->expect({kDone, s.run, ""}, nullptr, 0);
   auto d = s.ch->send({kDone, s.run, ""}, &total, sizeof(total), 0);
   if (!fin || !d || !s.wait(fin.value())) return {{"error", "prio: end of run failed"}};
-  (void)ack;
   if (extra) {
     s.ch2->close();
     s.ch2.reset();
