@@ -43,11 +43,6 @@ struct Opts {
   Load load;
 };
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "verbs_floor: %s\n", what.c_str());
-  std::exit(1);
-}
-
 const char kUsage[] =
     "usage: verbs_floor [-d DEV] [-p PORT] [-s BYTES] [-n ITERS] [--separate-cq] [--no-channel]\n"
     "                   [--calls K] [--pages K] [--work K] [--bw [--imm] [--depth K] [--spin]]\n"
@@ -222,9 +217,9 @@ int main(int argc, char** argv) {
     auto mode = [](uint32_t m) {
       return std::string(m & 1 ? " --bw" : "") + (m & 2 ? " --imm" : "") + (m & 4 ? " --spin" : "");
     };
-    die("the peer runs -n " + std::to_string(peer.iters) + " -s " + std::to_string(peer.size) +
-        mode(peer.mode) + ", this side -n " + std::to_string(o.iters) + " -s " +
-        std::to_string(o.size) + mode(me.mode));
+    fail("the peer runs -n " + std::to_string(peer.iters) + " -s " + std::to_string(peer.size) +
+         mode(peer.mode) + ", this side -n " + std::to_string(o.iters) + " -s " +
+         std::to_string(o.size) + mode(me.mode));
   }
   connectQp(v, peer.qpn, peer.gid);
   char go = 1;

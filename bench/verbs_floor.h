@@ -40,6 +40,10 @@ struct Verbs {
   int recvs_ready = 0;  // receives completed, not yet taken by awaitRecv
 };
 
+// Ends the process with exit 1 and "verbs_floor: what[: strerror(err)]" on
+// stderr (every file of verbs_floor fails through it).
+[[noreturn]] void fail(const std::string& what, int err = 0);
+
 // Opens `device` (empty: the first), creates the CQ(s), an RC QP with these
 // capacities, its buffers, and posts every receive.
 Verbs openVerbs(const std::string& device, bool shared_cq, bool channel, int sq, int rq,

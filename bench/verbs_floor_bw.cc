@@ -15,11 +15,6 @@
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "verbs_floor: %s\n", what.c_str());
-  std::exit(1);
-}
-
 constexpr auto kQuiet = std::chrono::seconds(5);  // longest wait for any completion
 
 }  // namespace
@@ -50,8 +45,7 @@ double runWrites(Verbs& v, ibv_mr* src, BwTarget t, size_t size, int iters, int 
       wr.wr.rdma.remote_addr = t.addr;
       wr.wr.rdma.rkey = t.rkey;
       ibv_send_wr* bad = nullptr;
-      if (int rc = ibv_post_send(v.qp, &wr, &bad))
-        fail("ibv_post_send (WRITE): " + std::string(std::strerror(rc)));
+      if (int rc = ibv_post_send(v.qp, &wr, &bad)) fail("ibv_post_send (WRITE)", rc);
       ++v.sends_out;
       ++posted;
     }

@@ -14,15 +14,6 @@
 
 #include "bench/verbs_floor.h"
 
-namespace {
-
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "verbs_floor: %s\n", what.c_str());
-  std::exit(1);
-}
-
-}  // namespace
-
 // One TCP connection for the exchange (the contract: verbs_floor.h).
 int tcpConnect(const std::string& host, int port_num) {
   addrinfo hints{}, *res = nullptr;
@@ -31,10 +22,10 @@ int tcpConnect(const std::string& host, int port_num) {
   hints.ai_flags = host.empty() ? AI_PASSIVE : 0;
   std::string port = std::to_string(port_num);
   if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res)) {
-    die("resolving '" + host + "': " + gai_strerror(rc));
+    fail("resolving '" + host + "': " + gai_strerror(rc));
   }
   int fd = socket(res->ai_family, SOCK_STREAM, 0);
-  if (fd < 0) die(std::string("socket: ") + std::strerror(errno));
+  if (fd < 0) fail(std::string("socket: ") + std::strerror(errno));
   if (!host.empty()) {  // a server still opening its device: retry for 5 s
     int rc = -1;
     for (int tries = 0; tries < 50; ++tries) {
@@ -45,40 +36,40 @@ int tcpConnect(const std::string& host, int port_num) {
     }
     int err = errno;
     freeaddrinfo(res);
-    if (rc != 0) die("connecting to " + host + ":" + port + ": " + std::strerror(err));
+    if (rc != 0) fail("connecting to " + host + ":" + port + ": " + std::strerror(err));
     return fd;
   }
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-    die("listening on port " + port + ": " + std::strerror(errno));
+    fail("listening on port " + port + ": " + std::strerror(errno));
   }
   freeaddrinfo(res);
   std::fprintf(stderr, "verbs_floor: waiting for a client on port %s\n", port.c_str());
   int c = accept(fd, nullptr, nullptr);
   close(fd);
-  if (c < 0) die(std::string("accept: ") + std::strerror(errno));
+  if (c < 0) fail(std::string("accept: ") + std::strerror(errno));
   return c;
 }
 
 void exchange(int fd, const void* out, void* in, size_t len, double wait_s) {
   if (send(fd, out, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) {
-    die("sending to the peer failed");
+    fail("sending to the peer failed");
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
   size_t got = 0;
   while (got < len) {
     pollfd p{fd, POLLIN, 0};
     int rc = poll(&p, 1, 1000);  // in slices: wait_s may exceed an int of milliseconds
-    if (rc < 0 && errno != EINTR) die(std::string("poll: ") + std::strerror(errno));
+    if (rc < 0 && errno != EINTR) fail(std::string("poll: ") + std::strerror(errno));
     if (rc <= 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        die("the peer sent nothing for " + std::to_string(static_cast<long long>(wait_s)) + " s");
+        fail("the peer sent nothing for " + std::to_string(static_cast<long long>(wait_s)) + " s");
       }
       continue;
     }
     ssize_t n = read(fd, static_cast<char*>(in) + got, len - got);
-    if (n <= 0) die("the peer closed the exchange");
+    if (n <= 0) fail("the peer closed the exchange");
     got += static_cast<size_t>(n);
   }
 }
