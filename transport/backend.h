@@ -53,8 +53,8 @@ class MemoryRegion {
 
 // A payload that has arrived (or announced itself) at the receiver.
 struct Incoming {
-  size_t length = 0;             // payload bytes
-  const void* data = nullptr;    // in place (valid during onMessage only), or null
+  size_t length = 0;           // payload bytes
+  const void* data = nullptr;  // in place (valid during onMessage only), or null
   // Set by onMessage to keep the payload for a later receive()/release(): the
   // backend writes the payload's descriptor to *retain_into before progress()
   // returns (copying the bytes first if its transport cannot keep them).
@@ -72,6 +72,16 @@ class BackendEvents {
   virtual void onSendDone(uint64_t token, const Status& status) = 0;     // post() finished
   virtual void onReceiveDone(uint64_t token, const Status& status) = 0;  // receive() finished
   virtual void onPeerError(PeerId peer, const Status& status) = 0;       // endpoint failed
+  // The end of an advert (Backend::advertise) with `bytes` of the tensor
+  // written into its buffer: all of it (no data message of the tensor will
+  // come), none (declined: the tensor comes as data messages, as without the
+  // advert), or a part (the sender canceled its send or answered
+  // unadvertise()). Not ok: the peer was lost; the buffer is no longer written.
+  virtual void onAdvertDone(uint64_t token, size_t bytes, const Status& status) {
+    (void)token;
+    (void)bytes;
+    (void)status;
+  }
 };
 
 class Backend {
@@ -94,9 +104,8 @@ class Backend {
   // tensor's). The backend never reorders by it; it may pick a wire class
   // with it (verbs: one QP per class, class_bounds), so every message of one
   // tensor travels in one class and keeps its order.
-  virtual Status post(PeerId peer, std::span<const std::byte> header, const void* data,
-                      size_t len, const MemoryRegion* region, uint64_t token,
-                      uint32_t priority) = 0;
+  virtual Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
+                      const MemoryRegion* region, uint64_t token, uint32_t priority) = 0;
   // Lands a retained payload in dst; onReceiveDone(token) later (also on error).
   virtual Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                          uint64_t token) = 0;
@@ -138,6 +147,23 @@ class Backend {
   // to kInlineMax bytes in one message. 0: any payload may use its region, and the header
   // must stay valid until onSendDone. A pure function, any thread.
   virtual size_t copiedPayloadMax() const { return 0; }
+
+  // Receiver-advertised rendezvous (optional). The core calls advertise()
+  // for an expect of tensor (iteration, tensor) from `peer` when nothing of
+  // that tensor has arrived yet and [dst, dst+len) is covered by `region`.
+  // True: the backend told the peer, whose backend may now write the
+  // tensor's chunks straight into dst (no handshake, no data message); the
+  // backend then reports onAdvertDone(token, ...) exactly once, and until it
+  // does, dst may still be written. False: nothing was sent (the default).
+  // unadvertise(token) asks the peer to stop using the advert (the expect
+  // was canceled); onAdvertDone still follows. Unknown or finished tokens
+  // are ignored. Neither call delivers events.
+  virtual bool advertise(PeerId peer, uint32_t iteration, uint64_t tensor, void* dst, size_t len,
+                         const MemoryRegion* region, uint64_t token) {
+    (void)peer, (void)iteration, (void)tensor, (void)dst, (void)len, (void)region, (void)token;
+    return false;
+  }
+  virtual void unadvertise(uint64_t token) { (void)token; }
 
   // The CPUs close to the backend's device (its NUMA node's), ascending;
   // empty when unknown (a software device, no hwloc) or not applicable. The

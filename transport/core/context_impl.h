@@ -98,6 +98,7 @@ class ContextImpl : public BackendEvents {
   void onSendDone(uint64_t token, const Status& status) override;
   void onReceiveDone(uint64_t token, const Status& status) override;
   void onPeerError(PeerId peer, const Status& status) override;
+  void onAdvertDone(uint64_t token, size_t bytes, const Status& status) override;
 
  private:
   // The per-operation records (transport/core/records.h).
@@ -129,7 +130,7 @@ class ContextImpl : public BackendEvents {
   // their order); false when the progress thread or another caller holds
   // the core. Chunks leave in the next progress().
   bool startNow(Submission& s);
-  void submit(Submission& s);  // startNow() or the queue, then wakeSleepers()
+  void submit(Submission& s);                        // startNow() or the queue, then wakeSleepers()
   bool cancelOp(uint32_t peer, const OpHandle& op);  // cancel() without the wake-up
   // at_once: the op is handed out in this pass (an idle, unpaced scheduler:
   // posted here when it fits one chunk, SendScheduler::sendWhole), so its
@@ -205,6 +206,9 @@ class ContextImpl : public BackendEvents {
   // (see release_after_ctrl_); null or in-place payloads need nothing.
   void releaseLater(void* desc);
   void failExpect(uint64_t id, const Status& s);
+  // Offers a new expect's buffer to its peer (Backend::advertise; recv_path.cc);
+  // an advert counts as a pending receive until onAdvertDone.
+  void advertise(RecvOp& r, uint64_t id);
   // The lost_ batch handleLostPeers() is failing (core_mu_; empty otherwise).
   std::vector<std::pair<uint32_t, Status>> dying_;
   // A backend may fail an operation on a dying peer before that peer's
@@ -242,7 +246,6 @@ class ContextImpl : public BackendEvents {
   }
   void wakeNow();  // writes wake_fd_ (wait.cc)
  private:
-
   ContextOptions opts_;
   std::unique_ptr<Backend> backend_;
   bool posts_from_send_ = false;  // backend_->postsFromSend(), read once by create()
@@ -279,7 +282,7 @@ class ContextImpl : public BackendEvents {
   SlabTable<RecvOp> recvs_;
   FlatMap<PeerKey, uint64_t, PeerKeyHash> expect_index_;
   FlatMap<PeerKey, bool, PeerKeyHash> send_keys_;  // (peer, tensor) with a send pending
-  Express express_;  // the express send in flight (at most one; not in send_keys_)
+  Express express_;          // the express send in flight (at most one; not in send_keys_)
   uint64_t xexpect_id_ = 0;  // the express expect's op id; 0: the slot is free
   RecvOp xexpect_;           // the express expect (not in recvs_ nor expect_index_)
   std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
@@ -293,9 +296,13 @@ class ContextImpl : public BackendEvents {
   // confirms a kFlagNoAck chunk, overtake the nack. Slots written by the
   // backend (retain_into) before progress() returns: a deque keeps them put.
   std::deque<void*> release_after_ctrl_;
+  // Adverts of failed expects, withdrawn (Backend::unadvertise) by the next
+  // flushControl(): failExpect() runs inside event handlers too, which must
+  // not call the backend.
+  std::vector<uint64_t> unadverts_;
   uint64_t next_token_ = 1;
   std::vector<Ready> ready_;
-  bool finish_inline_ = false;  // core_mu_: inside progress()'s round (complete())
+  bool finish_inline_ = false;    // core_mu_: inside progress()'s round (complete())
   unsigned finished_inline_ = 0;  // core_mu_: ops complete() finished this round
 
   // When pacing (rate_gbps) next allows a chunk while sends wait for tokens,

@@ -36,7 +36,7 @@ void ContextImpl::startExpect(Submission& s) {
     return;
   }
   expect_index_.insert(key, s.id);
-  if (st == stash_.end()) return;
+  if (st == stash_.end()) return advertise(added, s.id);
   std::deque<Stashed> q = std::move(st->second);
   stash_.erase(st);
   const wire::Header& first = q.front().h;
@@ -73,6 +73,9 @@ void ContextImpl::queueCtrl(uint32_t peer, wire::MsgType type, const wire::Heade
 
 unsigned ContextImpl::flushControl() {
   unsigned n = 0;
+  for (uint64_t token : unadverts_) backend_->unadvertise(token);
+  n += static_cast<unsigned>(unadverts_.size());
+  unadverts_.clear();
   for (auto& [id, peer] : peers_) {
     if (!peer.alive || (peer.acks.empty() && peer.ctrl.empty())) continue;
     for (auto& [h, prio] : peer.ctrl) {

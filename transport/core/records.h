@@ -44,9 +44,9 @@ struct SendOp {
   size_t len = 0;
   const MemoryRegion* region = nullptr;
   uint32_t priority = 0;  // the scheduler's; passed to every post() of the op
-  size_t acked = 0;    // bytes confirmed (acks, and completions of kFlagNoAck chunks)
-  unsigned posts = 0;  // backend posts not yet done
-  size_t handed = 0;   // bytes handed to the backend (chunks [0, handed))
+  size_t acked = 0;       // bytes confirmed (acks, and completions of kFlagNoAck chunks)
+  unsigned posts = 0;     // backend posts not yet done
+  size_t handed = 0;      // bytes handed to the backend (chunks [0, handed))
   // Chunks already credited (by completion or ack), by chunk index
   // (offset / chunk_bytes): bit i of credited0 for i < 64, then credited_more.
   uint64_t credited0 = 0;
@@ -62,7 +62,8 @@ struct RecvOp {
   size_t len = 0;
   const MemoryRegion* region = nullptr;
   size_t received = 0;
-  unsigned pending = 0;  // backend receives not yet done
+  unsigned pending = 0;  // backend receives (and its advert) not yet done
+  uint64_t advert = 0;   // its advert's backend token until onAdvertDone; 0: none
   bool started = false, seen_last = false;
   std::optional<Status> failed;
 };
@@ -104,7 +105,7 @@ struct Submission {
   size_t len;
   Priority prio;
   Completion cb;
-  OpHandle handle;          // made by handleOf() when first needed
+  OpHandle handle;           // made by handleOf() when first needed
   OpHandle* user = nullptr;  // send()/expect()'s copy, written then (null once queued)
 };
 struct Ready {
@@ -114,7 +115,7 @@ struct Ready {
   Completion cb;
   Status status;
 };
-struct Express {  // the express send in flight (ContextImpl::startExpress)
+struct Express {       // the express send in flight (ContextImpl::startExpress)
   uint64_t token = 0;  // the post's backend token; 0: no express send pending
   PeerKey key{};
   OpHandle handle;

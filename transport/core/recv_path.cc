@@ -1,4 +1,5 @@
 // Receive path: header validation, landing chunks, stash, acks (progress context).
+#include <algorithm>
 #include <cstring>
 
 #include "transport/core/context_impl.h"
@@ -146,10 +147,43 @@ void ContextImpl::onReceiveDone(uint64_t token, const Status& status) {
   tryFinishExpect(l.recv_op);
 }
 
+void ContextImpl::advertise(RecvOp& r, uint64_t id) {
+  if (r.region == nullptr || r.len == 0) return;
+  const uint64_t token = next_token_++;
+  if (!backend_->advertise(r.key.peer, r.key.iteration, r.key.tensor, r.dst, r.len, r.region,
+                           token)) {
+    return;
+  }
+  r.advert = token;
+  r.pending++;
+  landings_.insert(token, Landing{id, r.key.peer, 0, r.len, false, true, nullptr, 0});
+}
+
+void ContextImpl::onAdvertDone(uint64_t token, size_t bytes, const Status& status) {
+  Landing* lt = landings_.find(token);
+  if (lt == nullptr) return;
+  const Landing l = *lt;
+  landings_.erase(token);
+  RecvOp* rp = recvs_.find(l.recv_op);
+  if (rp == nullptr || rp->advert != token) return;
+  RecvOp& r = *rp;
+  r.advert = 0;
+  r.pending--;
+  if (!status) {
+    failExpect(l.recv_op, lostOr(l.peer, status));
+    return;
+  }
+  r.received += std::min(bytes, r.len);
+  r.started |= bytes > 0;
+  r.seen_last |= bytes >= r.len;
+  tryFinishExpect(l.recv_op);
+}
+
 void ContextImpl::failExpect(uint64_t id, const Status& s) {
   RecvOp* r = recvs_.find(id);
   if (r == nullptr || r->failed) return;
   r->failed = s;
+  if (r->advert != 0) unadverts_.push_back(r->advert);  // onAdvertDone still follows
   expect_index_.erase(r->key);
   tryFinishExpect(id);
 }

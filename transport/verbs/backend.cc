@@ -64,6 +64,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "write_piece_bytes", 4096, 1u << 30, &tune_.write_piece),
         parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue),
         parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch),
+        parseU32(options, "adverts", 0, 1, &tune_.adverts),
         parseU32(options, "qp_timeout", 1, 31, &tune_.qp_timeout)}) {
     if (!s) return s;
   }
@@ -82,7 +83,8 @@ Status VerbsBackend::init(const BackendOptions& options) {
   auto dev = Device::open(cfg.value());
   if (!dev) return dev.status();
   dev_ = std::move(dev.value());
-  if (tune_.rndv_nap_us == Tuning::kAuto) tune_.rndv_nap_us = dev_->software ? Tuning::kSoftNapUs : 0;
+  if (tune_.rndv_nap_us == Tuning::kAuto)
+    tune_.rndv_nap_us = dev_->software ? Tuning::kSoftNapUs : 0;
   return Status::ok();
 }
 
@@ -134,7 +136,7 @@ Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post
     assert(false && "verbs: a QP number already has a Conn");
     destroyConn(*c);
     return Status(StatusCode::kIoError, "verbs: QP number " + std::to_string(raw->qpn) +
-                                             " is already in use by a connection");
+                                            " is already in use by a connection");
   }
   int total = static_cast<int>(conns_.size() * (tune_.sq_depth + tune_.rq_depth));
   if (Status s = dev_->reserveCq(total + 64); !s) {
@@ -195,6 +197,8 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
     if (r.qpn == c.qpn) recvs.push_back(id);
   }
   for (uint32_t id : recvs) finishRecv(id, why);
+  failAdverts(c.qpn, why);
+  c.adverts_in.clear();
 }
 
 void VerbsBackend::destroyConn(Conn& c) {

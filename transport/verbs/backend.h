@@ -49,6 +49,18 @@ Status checkRecvBytes(uint32_t recv_bytes);
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
 const ibv_mr* mrOf(const MemoryRegion* region);
 
+// A tensor as adverts name it (advert.cc).
+struct AdvTag {
+  uint64_t tensor = 0;
+  uint32_t iteration = 0;
+  bool operator==(const AdvTag&) const = default;
+};
+struct AdvTagHash {
+  size_t operator()(const AdvTag& t) const {
+    return std::hash<uint64_t>()(t.tensor * 0x9E3779B97F4A7C15ull ^ t.iteration);
+  }
+};
+
 class VerbsBackend final : public Backend {
  public:
   explicit VerbsBackend(BackendEvents* events) : events_(events) {}
@@ -61,8 +73,7 @@ class VerbsBackend final : public Backend {
   void removePeer(PeerId peer) override;
   Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
   Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
-              const MemoryRegion* region, uint64_t token,
-              uint32_t priority) override;
+              const MemoryRegion* region, uint64_t token, uint32_t priority) override;
   Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                  uint64_t token) override;
   // Every post completes (onSendDone ok) only after the remote NIC acknowledged
@@ -74,6 +85,12 @@ class VerbsBackend final : public Backend {
   void release(void* desc) override;
   // A ping-pong's reply leaves from send() (its QP is connected by then).
   bool postsFromSend() const override { return true; }
+  // Receiver-advertised rendezvous (advert.cc; proto.h has the protocol):
+  // one kAdv record per expect of a rendezvous-sized tensor, on a peer with
+  // one class, unless adverts=0.
+  bool advertise(PeerId peer, uint32_t iteration, uint64_t tensor, void* dst, size_t len,
+                 const MemoryRegion* region, uint64_t token) override;
+  void unadvertise(uint64_t token) override;
   // Eager payloads below kZeroCopyEager are copied; a region is never read.
   size_t copiedPayloadMax() const override { return kZeroCopyEager - 1; }
   // The device's NUMA-local CPUs from hwloc (transport/topo); empty for rxe
@@ -91,7 +108,8 @@ class VerbsBackend final : public Backend {
     ibv_qp* qp;
     uint8_t cls;
     uint64_t posted;
-    uint64_t compact;  // of those, compact eager messages (compact.h)
+    uint64_t compact;     // of those, compact eager messages (compact.h)
+    size_t adverts_held;  // the peer's adverts accepted and not yet ended (advert.cc)
   };
   std::vector<ClassQpInfo> peerQps(PeerId peer) const;
   static constexpr size_t kMaxClasses = 8;
@@ -113,15 +131,27 @@ class VerbsBackend final : public Backend {
     std::vector<uint32_t> to_repost;  // consumed receive buffers not yet reposted
     std::deque<uint64_t> backlog;     // work ids of SENDs (posted first)
     std::deque<uint64_t> wbacklog;    // work ids of WRITEs (posted within write_queue)
-    std::vector<Work> records;  // kRts/kCts deferred to share one SEND (messages.cc)
+    std::vector<Work> records;        // kRts/kCts deferred to share one SEND (messages.cc)
     size_t wbytes = 0;                // WRITE bytes posted, not completed
     uint32_t sq_used = 0, rq_posted = 0, psn = 0;
-    uint32_t send_bytes = 0;  // largest SEND the peer accepts
-    uint8_t cls = 0;          // priority class (index into Tuning::class_*)
-    uint64_t posted = 0;      // send work requests posted (peerQps)
-    uint64_t compact = 0;     // ... of which compact eager messages
-    bool two_sge = false;     // the QP takes two send SGEs (zero-copy eager SENDs)
+    uint32_t send_bytes = 0;       // largest SEND the peer accepts
+    uint8_t cls = 0;               // priority class (index into Tuning::class_*)
+    uint64_t posted = 0;           // send work requests posted (peerQps)
+    uint64_t compact = 0;          // ... of which compact eager messages
+    bool two_sge = false;          // the QP takes two send SGEs (zero-copy eager SENDs)
     CompactBase tx_base, rx_base;  // compact eager messages, each direction (compact.h)
+    // Adverts (advert.cc). Records are counted in wire order both ways; the
+    // data records (eager, kRts) this side posted that the peer may not have
+    // taken yet are kept with their number, to decline a crossing advert.
+    uint64_t tx_records = 0, rx_records = 0;
+    std::deque<std::pair<uint64_t, AdvTag>> tx_data;
+    uint64_t tx_forgot = 0;  // records up to this one were dropped from tx_data
+    struct AdvertIn {        // an accepted advert of the peer
+      uint32_t imm;
+      uint32_t rkey;
+      uint64_t addr, len, written;
+    };
+    std::unordered_map<AdvTag, AdvertIn, AdvTagHash> adverts_in;
     bool connected = false, dead = false, reported = false;
   };
   struct Work {  // one outbound operation, queued or posted
@@ -137,9 +167,10 @@ class VerbsBackend final : public Backend {
     size_t len = 0;
     uint32_t lkey = 0, rkey = 0, imm = 0;
     uint64_t raddr = 0;
-    bool with_imm = false;     // kWrite: the transfer's last piece
-    bool zero_copy = false;    // kMsg: payload sent from data (lkey), not copied
-    ibv_mr* own_mr = nullptr;  // deregistered when the work is done
+    bool with_imm = false;      // kWrite: the transfer's last piece
+    bool zero_copy = false;     // kMsg: payload sent from data (lkey), not copied
+    bool after_writes = false;  // kMsg: queued behind the WRITEs (a kAdvEnd)
+    ibv_mr* own_mr = nullptr;   // deregistered when the work is done
     int slot = -1;
     uint64_t posted_ns = 0;  // Stats: when it was posted
     uint64_t rts_ns = 0;     // Stats (kCts): when the kRts it answers was polled
@@ -162,11 +193,18 @@ class VerbsBackend final : public Backend {
     ibv_mr* own_mr;
     uint64_t raddr;
     uint32_t rkey, imm;
+    bool with_imm = true;  // the last piece WITH IMMEDIATE imm (else all plain WRITEs)
   };
   struct RndvRecv {  // a kCts sent; the WRITE WITH IMMEDIATE is awaited
     uint64_t token;
     uint32_t qpn;
     ibv_mr* own_mr;
+  };
+  struct AdvertOut {  // a kAdv sent; its end (WRITE WITH IMMEDIATE or kAdvEnd) awaited
+    uint64_t token;
+    uint32_t qpn;
+    uint64_t len;
+    bool revoked;
   };
   struct Retained {
     bool rndv = false;
@@ -194,9 +232,9 @@ class VerbsBackend final : public Backend {
   size_t classCount() const { return tune_.class_bounds.size() + 1; }
   size_t classOf(uint32_t priority) const {
     if (tune_.class_bounds.empty()) return 0;
-    return static_cast<size_t>(std::upper_bound(tune_.class_bounds.begin(),
-                                                tune_.class_bounds.end(), priority) -
-                               tune_.class_bounds.begin());
+    return static_cast<size_t>(
+        std::upper_bound(tune_.class_bounds.begin(), tune_.class_bounds.end(), priority) -
+        tune_.class_bounds.begin());
   }
   Status parseClasses(const BackendOptions& options);  // connect.cc
   Conn* connByQpn(uint32_t qpn);
@@ -205,7 +243,7 @@ class VerbsBackend final : public Backend {
   bool postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data,
                      uint64_t token);
   void freeWork(uint64_t id);
-  bool inFlight() const;  // posted work or a rendezvous not yet completed
+  bool inFlight() const;       // posted work or a rendezvous not yet completed
   bool sendsInFlight() const;  // the same, rendezvous receives excepted
   void flush(Conn& c);
   int postWork(Conn& c, Work& w, uint64_t id);  // 0, ENOMEM (full) or an errno
@@ -246,6 +284,18 @@ class VerbsBackend final : public Backend {
   void finishRecv(uint32_t recv_id, const Status& st);
   void finishRndvSend(uint64_t send_id, const Status& st);
   Result<ibv_mr*> regTemp(const void* addr, size_t len);
+  // Adverts (advert.cc). noteTx: a record leaves on c (every SEND path).
+  void noteTx(Conn& c, uint8_t kind, const void* core_header, size_t header_len);
+  void onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body);
+  void onAdvertRevoke(Conn& c, uint32_t imm);
+  // post() of a data chunk whose tensor has an accepted advert: written
+  // there (true), else false (*st: an error to return).
+  bool postToAdvert(Conn& c, std::span<const std::byte> header, const void* data, size_t len,
+                    const MemoryRegion* region, uint64_t token, Status* st);
+  void endAdvert(Conn& c, uint32_t imm, uint64_t written);  // queues the kAdvEnd
+  // Ends advert imm of QP qpn (reported by progress()); false: no such advert.
+  bool finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st);
+  void failAdverts(uint32_t qpn, const Status& st);
   unsigned drainChannel();
 
   BackendEvents* events_;
@@ -261,7 +311,7 @@ class VerbsBackend final : public Backend {
   PeerId hot_peer_ = 0;
   size_t hot_cls_ = 0;
   void forgetHot() { hot_qpn_ = hot_conn_ = nullptr; }
-  std::deque<std::vector<uint32_t>> unconnected_;    // QPs of each localAddress()
+  std::deque<std::vector<uint32_t>> unconnected_;  // QPs of each localAddress()
   // Outbound work by wr_id (a slab: no allocation per message once warm).
   std::vector<Work> works_;
   std::vector<uint32_t> free_works_;
@@ -271,6 +321,14 @@ class VerbsBackend final : public Backend {
   uint64_t next_send_id_ = 1;
   uint32_t next_recv_id_ = 1;
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
+  std::unordered_map<uint32_t, AdvertOut> adverts_out_;  // by immediate (ids shared with rrecvs_)
+  std::unordered_map<uint64_t, uint32_t> advert_imm_;    // token -> immediate
+  struct AdvertDone {
+    uint64_t token;
+    uint64_t bytes;
+    Status status;
+  };
+  std::vector<AdvertDone> adverts_done_;  // reported by progress()
   std::vector<std::pair<PeerId, Status>> pending_peer_errors_;
   uint32_t max_inline_ = 0;
   // On a QP that takes two send SGEs (Conn::two_sge), an eager payload of at
@@ -288,7 +346,7 @@ class VerbsBackend final : public Backend {
   bool backlogged_ = false, reap_ = false;
   bool records_deferred_ = false;      // some Conn has records
   std::vector<Work> records_scratch_;  // flushRecords's batch being posted
-  Stats stats_;  // TICTAC_VERBS_STATS=1
+  Stats stats_;                        // TICTAC_VERBS_STATS=1
 };
 
 }  // namespace tictac::transport::verbs

@@ -14,9 +14,9 @@ namespace tictac::transport::verbs {
 
 Status checkRecvBytes(uint32_t recv_bytes) {
   if (recv_bytes >= kMinRecvBytes) return Status::ok();
-  return {StatusCode::kProtocolError,
-          "the peer advertises receive buffers of " + std::to_string(recv_bytes) +
-              " bytes, below the " + std::to_string(kMinRecvBytes) + " every peer keeps"};
+  return {StatusCode::kProtocolError, "the peer advertises receive buffers of " +
+                                          std::to_string(recv_bytes) + " bytes, below the " +
+                                          std::to_string(kMinRecvBytes) + " every peer keeps"};
 }
 
 namespace {
@@ -247,7 +247,7 @@ std::vector<VerbsBackend::ClassQpInfo> VerbsBackend::peerQps(PeerId peer) const 
   if (it == peers_.end()) return out;
   for (uint32_t q : it->second) {
     const Conn& c = *conns_.at(q);
-    out.push_back({c.qp, c.cls, c.posted, c.compact});
+    out.push_back({c.qp, c.cls, c.posted, c.compact, c.adverts_in.size()});
   }
   return out;
 }

@@ -44,6 +44,10 @@
 //                completion event); unset: 200 on a software device (rxe,
 //                siw: no bus device in sysfs), else 0; 0 = never (0..100000)
 //   rndv_spin_us, rts_batch, qp_timeout  see Tuning in tuning.h
+//   adverts      1 (default): receiver-advertised rendezvous: an expect of
+//                a tensor larger than an eager message sends its buffer's
+//                address to the sender, which writes the tensor there
+//                without a per-chunk kRts/kCts handshake; 0 = off (proto.h)
 //   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
 //                QP numbers and GIDs in the blob the core's bootstrap carries)
 //                or "rdmacm" (librdmacm: listener on `address`, resolve

@@ -49,6 +49,7 @@ bool VerbsBackend::postInlineNow(Conn& c, const MsgHdr& mh, std::span<const std:
     freeWork(id);
     return false;
   }
+  noteTx(c, mh.kind, header.data(), header.size());
   if (cp.eligible) compactUpdate(c.tx_base, cp.h);
   if (stats_.on) {
     w.posted_ns = Stats::nowNs();
@@ -87,8 +88,7 @@ int VerbsBackend::postCompact(Conn& c, uint64_t id, const char* p, size_t len, u
   return rc;
 }
 
-ibv_send_wr VerbsBackend::signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op,
-                                     unsigned flags) {
+ibv_send_wr VerbsBackend::signaledWr(uint64_t id, ibv_sge* sge, ibv_wr_opcode op, unsigned flags) {
   ibv_send_wr wr{};
   wr.wr_id = id;
   wr.sg_list = sge;

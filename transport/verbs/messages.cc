@@ -94,6 +94,7 @@ bool VerbsBackend::postRecordBatch(Conn& c, const std::vector<Work>& works) {
     return false;
   }
   if (slot >= 0) c.free_slots.pop_back();
+  for (const Work& w : works) noteTx(c, w.mh.kind, w.hdr, w.mh.hdr_len);
   if (stats_.on) {
     b.posted_ns = Stats::nowNs();
     stats_.onMsgPosted(b.posted_ns);
@@ -107,7 +108,10 @@ bool VerbsBackend::postRecordBatch(Conn& c, const std::vector<Work>& works) {
 
 void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
   if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-    finishRecv(ntohl(wc.imm_data), Status::ok());
+    const uint32_t imm = ntohl(wc.imm_data);
+    if (adverts_out_.empty() || !finishAdvert(c.qpn, imm, UINT64_MAX, Status::ok())) {
+      finishRecv(imm, Status::ok());
+    }
     return;
   }
   const char* buf = c.rbuf.data() + (wc.wr_id & 0xffffffffu) * size_t{tune_.recv_bytes};
@@ -125,6 +129,7 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
 }
 
 size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
+  ++c.rx_records;  // as the sender counted it (noteTx)
   MsgHdr mh;
   const size_t head = bytes > 0 ? msgHdrBytes(static_cast<uint8_t>(buf[0])) : sizeof(MsgHdr);
   bool ok = bytes >= head;
@@ -174,6 +179,19 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
       }
       return need;
     }
+    case MsgKind::kAdv: {
+      AdvBody body;
+      if (mh.hdr_len != sizeof(body)) break;  // reported below
+      std::memcpy(&body, buf + head, sizeof(body));
+      onAdvert(c, mh, body);
+      return need;
+    }
+    case MsgKind::kAdvEnd:
+      finishAdvert(c.qpn, mh.recv_id, mh.len, Status::ok());
+      return need;
+    case MsgKind::kAdvRevoke:
+      onAdvertRevoke(c, mh.recv_id);
+      return need;
     case MsgKind::kCts: {
       auto it = rsends_.find(mh.send_id);
       if (it == rsends_.end() || it->second.qpn != c.qpn) return need;  // failed meanwhile
@@ -198,19 +216,21 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
   }
   if (!c.reported) {
     c.reported = true;
-    events_->onPeerError(c.peer, Status(StatusCode::kProtocolError,
-                                        "verbs: unknown message kind " + std::to_string(mh.kind)));
+    events_->onPeerError(
+        c.peer, Status(StatusCode::kProtocolError,
+                       "verbs: unknown or malformed message kind " + std::to_string(mh.kind)));
   }
   return 0;
 }
 
 void VerbsBackend::onCompact(Conn& c, const char* buf, size_t len, uint32_t imm) {
+  ++c.rx_records;
   wire::Header h;
   if (!compactDecode(c.rx_base, imm, static_cast<uint32_t>(len), &h)) {
     if (!c.reported) {
       c.reported = true;
-      events_->onPeerError(c.peer, Status(StatusCode::kProtocolError,
-                                          "verbs: compact message before any full one"));
+      events_->onPeerError(
+          c.peer, Status(StatusCode::kProtocolError, "verbs: compact message before any full one"));
     }
     return;
   }

@@ -36,6 +36,10 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
     return {StatusCode::kInvalidArgument, "verbs: header of " + std::to_string(header.size()) +
                                               " bytes exceeds " + std::to_string(kMaxCoreHeader)};
   }
+  if (!c->adverts_in.empty()) {  // the receiver offered this tensor's buffer (advert.cc)
+    Status st = Status::ok();
+    if (postToAdvert(*c, header, data, len, region, token, &st)) return st;
+  }
   MsgHdr mh;
   mh.len = len;
   if (sizeof(EagerHdr) + header.size() + len <= c->send_bytes) {
@@ -94,7 +98,7 @@ void VerbsBackend::queueWrite(Conn& c, RndvSendArgs a) {
     w.raddr = a.raddr + off;
     w.rkey = a.rkey;
     if (off + w.len == a.len) {
-      w.with_imm = true;
+      w.with_imm = a.with_imm;
       w.imm = a.imm;
       w.token = a.token;
       w.report = true;
@@ -108,7 +112,7 @@ uint64_t VerbsBackend::queueWork(Conn& c, Work w) {
   uint64_t id = allocWork();
   w.live = true;
   works_[id] = w;
-  (w.kind == Work::kWrite ? c.wbacklog : c.backlog).push_back(id);
+  (w.kind == Work::kWrite || w.after_writes ? c.wbacklog : c.backlog).push_back(id);
   flush(c);
   return id;
 }
@@ -186,8 +190,9 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
       // Zero copy: the headers from the bounce slot, the payload from the
       // caller's registered buffer (held until this SEND completes).
       size_t head = packMsg(p, w.mh, w.hdr, w.mh.hdr_len, nullptr, 0);
-      ibv_sge sge[2] = {{reinterpret_cast<uintptr_t>(p), static_cast<uint32_t>(head), c.smr->lkey},
-                        {reinterpret_cast<uintptr_t>(w.data), static_cast<uint32_t>(w.len), w.lkey}};
+      ibv_sge sge[2] = {
+          {reinterpret_cast<uintptr_t>(p), static_cast<uint32_t>(head), c.smr->lkey},
+          {reinterpret_cast<uintptr_t>(w.data), static_cast<uint32_t>(w.len), w.lkey}};
       ibv_send_wr wr = signaledWr(id, sge, IBV_WR_SEND, 0);
       wr.num_sge = 2;
       ibv_send_wr* bad = nullptr;
@@ -200,8 +205,8 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     }
   } else {
     ibv_sge sge{reinterpret_cast<uintptr_t>(w.data), static_cast<uint32_t>(w.len), w.lkey};
-    ibv_send_wr wr = signaledWr(
-        id, &sge, w.with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, 0);
+    ibv_send_wr wr =
+        signaledWr(id, &sge, w.with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, 0);
     ibv_send_wr* bad = nullptr;
     // A bubble ends when the WRITE is handed to the device: on rxe the whole
     // WRITE runs inside this call (a 64 KiB one took 0.9-1.6 ms in the guest).
@@ -213,6 +218,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
     if (rc == 0) ++c.posted;
   }
   if (rc != 0) return rc;
+  if (w.kind == Work::kMsg) noteTx(c, w.mh.kind, w.hdr, w.mh.hdr_len);
   if (cp.eligible) compactUpdate(c.tx_base, cp.h);
   if (stats_.on) {
     w.posted_ns = Stats::nowNs();

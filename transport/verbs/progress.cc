@@ -58,8 +58,11 @@ unsigned VerbsBackend::progress() {
       idle_ns_ = Stats::nowNs() - idle_since_ns_;
     }
   }
-  if (tune_.rndv_nap_us > 0 && idle_ >= Tuning::kNapAfter && !rrecvs_.empty() &&
-      !sendsInFlight()) {
+  // An advert outstanding naps too (its WRITEs may be under way), but it
+  // does not keep the caller from sleeping below: it can wait for a tensor
+  // the peer sends much later.
+  if (tune_.rndv_nap_us > 0 && idle_ >= Tuning::kNapAfter &&
+      (!rrecvs_.empty() || !adverts_out_.empty()) && !sendsInFlight()) {
     timespec nap{0, long{tune_.rndv_nap_us} * 1000};  // <= 0.1 s (init checks): rndv_nap_us
     ::nanosleep(&nap, nullptr);
   }
@@ -116,6 +119,11 @@ unsigned VerbsBackend::progress() {
   pending_peer_errors_.clear();
   if (!sends_done_.empty() || !recvs_done_.empty()) {
     n += deliverDeferred(sends_done_, recvs_done_, events_);
+  }
+  if (!adverts_done_.empty()) {
+    for (auto& d : adverts_done_) events_->onAdvertDone(d.token, d.bytes, d.status);
+    n += static_cast<unsigned>(adverts_done_.size());
+    adverts_done_.clear();
   }
   if (reap_) {
     reap_ = false;
@@ -208,7 +216,7 @@ bool VerbsBackend::arm() {
   // completions (a false return would let the core's worker sleep blind).
   flushAllRecords();
   if (!sends_done_.empty() || !recvs_done_.empty() || !polled_.empty() ||
-      !pending_peer_errors_.empty()) {
+      !pending_peer_errors_.empty() || !adverts_done_.empty()) {
     return false;
   }
   if (armed_) drainChannel();  // an event of the previous arm (else: no syscall)

@@ -20,6 +20,21 @@
 //             packet at a 4096-byte MTU.
 //   RDMA WRITE WITH IMMEDIATE recv_id: the payload of one rendezvous transfer
 //             (the receiver's receive() completes on its arrival).
+//   Receiver-advertised rendezvous (advert.cc), one class only:
+//     kAdv:   from a receiver with an expect whose tensor nothing has arrived
+//             of: tensor send_id, iteration `reserved`, len bytes at (addr,
+//             rkey), finished by immediate recv_id; then an 8-byte AdvBody.
+//             The sender writes every chunk it posts of that tensor there
+//             (plain RDMA WRITEs; the one that completes the tensor WITH
+//             IMMEDIATE recv_id), or declines it with kAdvEnd len 0 when a
+//             data record of the tensor left after the receiver's `seen`-th
+//             record (the receiver may be landing it the usual way).
+//     kAdvEnd: the sender ends advert recv_id having written len bytes
+//             (0: declined; else its send was canceled, or kAdvRevoke came),
+//             queued behind those WRITEs.
+//     kAdvRevoke: the receiver withdraws advert recv_id (a canceled expect);
+//             the sender answers with kAdvEnd unless its end is on the way.
+//     Each advert ends once: the last WRITE WITH IMMEDIATE or a kAdvEnd.
 // A SEND may carry several records back to back, each padded to 8 bytes
 // (recordBytes): the sender batches the kRts of chunks posted together.
 // Fields are in the sender's byte order; both peers are little-endian x86 or
@@ -31,8 +46,9 @@
 namespace tictac::transport::verbs {
 
 inline constexpr uint32_t kBlobMagic = 0x56425854;  // "TXBV"
-// 2: several records per SEND; 3: EagerHdr; 4: compact eager messages (compact.h)
-inline constexpr uint16_t kBlobVersion = 4;
+// 2: several records per SEND; 3: EagerHdr; 4: compact eager messages (compact.h);
+// 5: adverts
+inline constexpr uint16_t kBlobVersion = 5;
 
 struct AddressBlob {
   uint32_t magic = kBlobMagic;
@@ -53,7 +69,14 @@ struct ClassQp {
   uint32_t psn = 0;
 };
 
-enum class MsgKind : uint8_t { kEager = 1, kRts = 2, kCts = 3 };
+enum class MsgKind : uint8_t {
+  kEager = 1,
+  kRts = 2,
+  kCts = 3,
+  kAdv = 4,
+  kAdvEnd = 5,
+  kAdvRevoke = 6
+};
 inline constexpr uint8_t kFlagDrop = 1;
 
 struct MsgHdr {
@@ -68,6 +91,11 @@ struct MsgHdr {
   uint32_t reserved = 0;
 };
 static_assert(sizeof(MsgHdr) == 40, "message header layout");
+
+struct AdvBody {      // follows a kAdv's MsgHdr (its hdr_len)
+  uint64_t seen = 0;  // records (eager, compact, handshake) the receiver had taken
+};
+static_assert(sizeof(AdvBody) == 8, "advert body layout");
 
 struct EagerHdr {  // the MsgHdr of a kEager message
   uint8_t kind = static_cast<uint8_t>(MsgKind::kEager);
@@ -95,6 +123,8 @@ inline constexpr uint64_t kRecvBit = uint64_t{1} << 63;
 inline constexpr size_t kInlineBuf = 512;
 
 // Bytes a record of n bytes takes in a SEND that carries several.
-constexpr size_t recordBytes(size_t n) { return (n + 7) & ~size_t{7}; }
+constexpr size_t recordBytes(size_t n) {
+  return (n + 7) & ~size_t{7};
+}
 
 }  // namespace tictac::transport::verbs

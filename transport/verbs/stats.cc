@@ -113,10 +113,12 @@ void Stats::print(const char* who) const {
       "\"cts\":%llu,\"cts_mean_"
       "us\":%.1f,"
       "\"cts_max_us\":%.0f,\"bubbles\":%llu,\"bubble_us\":%.0f,\"rts_pending_mean\":%.1f,"
-      "\"rts_pending_max\":%llu,\"rts_msgs\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_us\":%.1f,"
+      "\"rts_pending_max\":%llu,\"rts_msgs\":%llu,\"wq_mean\":%.1f,\"cts_out\":%llu,\"cts_out_mean_"
+      "us\":%.1f,"
       "\"cts_out_max_us\":%.0f,\"turns\":%llu,\"turn_mean_us\":%.2f,\"turn_max_us\":%.0f,"
       "\"turn_p50_us\":%.2f,\"send_p50_us\":%.2f,\"post_p50_us\":%.2f,"
-      "\"pass_mean_us\":%.3f}\n",
+      "\"pass_mean_us\":%.3f,\"adverts\":%llu,\"adverts_declined\":%llu,"
+      "\"advert_writes\":%llu}\n",
       who, static_cast<unsigned long long>(progress_calls), static_cast<unsigned long long>(sleeps),
       static_cast<unsigned long long>(sleep_timeouts), us(sleep_ns), us(sleep_max_ns),
       static_cast<unsigned long long>(gaps_over_1ms), us(gap_max_ns),
@@ -124,9 +126,9 @@ void Stats::print(const char* who) const {
       send_cqes ? us(send_ns) / static_cast<double>(send_cqes) : 0.0, us(send_max_ns),
       static_cast<unsigned long long>(sends_over_1ms),
       static_cast<unsigned long long>(backlog_waits), static_cast<unsigned long long>(inline_sends),
-      static_cast<unsigned long long>(direct_sends), static_cast<unsigned long long>(zero_copy_sends),
-      static_cast<unsigned long long>(compact_sends),
-      static_cast<unsigned long long>(cts),
+      static_cast<unsigned long long>(direct_sends),
+      static_cast<unsigned long long>(zero_copy_sends),
+      static_cast<unsigned long long>(compact_sends), static_cast<unsigned long long>(cts),
       cts ? us(cts_ns) / static_cast<double>(cts) : 0.0, us(cts_max_ns),
       static_cast<unsigned long long>(bubbles), us(bubble_ns),
       rts ? static_cast<double>(rts_pending_sum) / static_cast<double>(rts) : 0.0,
@@ -135,11 +137,13 @@ void Stats::print(const char* who) const {
       static_cast<unsigned long long>(cts_out),
       cts_out ? us(cts_out_ns) / static_cast<double>(cts_out) : 0.0, us(cts_out_max_ns),
       static_cast<unsigned long long>(turns),
-      turns ? us(turn_ns) / static_cast<double>(turns) : 0.0, us(turn_max_ns),
-      turn_hist.medianUs(), send_hist.medianUs(), post_hist.medianUs(),
+      turns ? us(turn_ns) / static_cast<double>(turns) : 0.0, us(turn_max_ns), turn_hist.medianUs(),
+      send_hist.medianUs(), post_hist.medianUs(),
       progress_calls && last_return_ns > first_enter_ns
           ? us(last_return_ns - first_enter_ns) / static_cast<double>(progress_calls)
-          : 0.0);
+          : 0.0,
+      static_cast<unsigned long long>(adverts), static_cast<unsigned long long>(adverts_declined),
+      static_cast<unsigned long long>(advert_writes));
 }
 
 }  // namespace tictac::transport::verbs

@@ -33,9 +33,9 @@ struct Stats {
   uint64_t gaps_over_1ms = 0, gap_max_ns = 0;  // between progress() calls
   uint64_t send_cqes = 0, recv_cqes = 0;
   uint64_t send_ns = 0, send_max_ns = 0, sends_over_1ms = 0;  // post -> CQE
-  uint64_t backlog_waits = 0;  // work that could not be posted at once
-  uint64_t inline_sends = 0;   // SENDs posted with IBV_SEND_INLINE
-  uint64_t direct_sends = 0;   // ... of which posted at once by post() (no backlog pass)
+  uint64_t backlog_waits = 0;    // work that could not be posted at once
+  uint64_t inline_sends = 0;     // SENDs posted with IBV_SEND_INLINE
+  uint64_t direct_sends = 0;     // ... of which posted at once by post() (no backlog pass)
   uint64_t zero_copy_sends = 0;  // eager SENDs of a payload from registered memory
   uint64_t compact_sends = 0;    // eager SENDs of the payload alone (compact.h)
   // Rendezvous sender: kRts queued -> its kCts arrived, and the stretches in
@@ -47,6 +47,9 @@ struct Stats {
   // Rendezvous sender: transfers awaiting their kCts when another kRts is
   // queued (sum and max), and WRITEs waiting in the backlog when one is posted.
   uint64_t rts_msgs = 0;  // SENDs that carried kRts (fewer than rts: batches)
+  // Adverts (advert.cc): sent by this receiver; declined and chunks written
+  // into one by this sender.
+  uint64_t adverts = 0, adverts_declined = 0, advert_writes = 0;
   uint64_t rts = 0, rts_pending_sum = 0, rts_pending_max = 0, wq_sum = 0, wq_posts = 0;
   // Rendezvous receiver: kRts polled -> its kCts posted.
   uint64_t cts_out = 0, cts_out_ns = 0, cts_out_max_ns = 0;

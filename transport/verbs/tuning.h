@@ -20,7 +20,7 @@ struct Tuning {
   uint8_t sl = 0;
   // Priority classes: class i takes priorities in [bound[i-1], bound[i])
   // (class 0 below bound[0]), one QP each with class_tc[i] / class_sl[i].
-  std::vector<uint32_t> class_bounds;  // empty: one class
+  std::vector<uint32_t> class_bounds;       // empty: one class
   std::vector<uint8_t> class_tc, class_sl;  // one per class once init() ran
   // RC ACK timeout exponent (4.096 us * 2^qp_timeout before a retransmission;
   // 14 = 67 ms). rxe on lo retransmits now and then even in ib_write_bw.
@@ -54,6 +54,10 @@ struct Tuning {
   // backend's next progress() or arm(), before an eager message to the same
   // peer, or when rts_batch are waiting.
   uint32_t rts_batch = 16;
+  // Receiver-advertised rendezvous (advert.cc): 1 = an expect of a tensor
+  // too large for an eager message offers its buffer to the sender, which
+  // then writes the tensor there without a kRts/kCts handshake; 0 = off.
+  uint32_t adverts = 1;
 };
 
 }  // namespace tictac::transport::verbs
