@@ -26,7 +26,7 @@ TEST(VerbsStats, HistogramMedianIsTheMiddleSample) {
   verbs::Histogram h;
   EXPECT_EQ(h.medianUs(), 0);  // empty
   for (uint64_t ns : {1000, 1200, 30000, 30100, 30200}) h.add(ns);
-  EXPECT_DOUBLE_EQ(h.medianUs(), 30.25);  // 30.0-30.5 us holds the third of five
+  EXPECT_DOUBLE_EQ(h.medianUs(), 30.25);                  // 30.0-30.5 us holds the third of five
   for (int i = 0; i < 10; ++i) h.add(uint64_t{1} << 40);  // beyond 128 us
   EXPECT_DOUBLE_EQ(h.medianUs(), 127.75);
   EXPECT_EQ(h.count, 15u);
@@ -45,6 +45,8 @@ TEST(VerbsDataPath, TuningOptionsAreChecked) {
                                                         {"rts_batch", "33"},
                                                         {"rndv_spin_us", "-1"},
                                                         {"rndv_nap_us", "100001"},
+                                                        {"advert_batch", "0"},
+                                                        {"advert_batch", "4097"},
                                                         {"qp_timeout", "0"},
                                                         {"qp_timeout", "32"}}) {
     ContextOptions o = verbsLoOptions();
@@ -172,9 +174,8 @@ TEST(VerbsDataPath, RxeIsASoftwareDevice) {
 TEST(VerbsDataPath, NappingReceiverKeepsRendezvousIntact) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   for (bool thread : {false, true}) {
-    Pair p = makePair("verbs", thread, [](ContextOptions& o) {
-      o.backend_config["rndv_nap_us"] = "5000";
-    });
+    Pair p = makePair("verbs", thread,
+                      [](ContextOptions& o) { o.backend_config["rndv_nap_us"] = "5000"; });
     const std::vector<size_t> sizes{1 << 20, 65536, 3 << 20, 100, 200000};
     std::vector<std::vector<char>> src, dst;
     for (size_t i = 0; i < sizes.size(); ++i) {
@@ -265,8 +266,8 @@ TEST(VerbsDataPath, BatchedHandshakesKeepRendezvousAndEagerDataIntact) {
           t.send = p.ba->send({i, 5, ""}, src[i].data(), src[i].size(), Priority(i % 2));
           ts.push_back(std::move(t));
         } else {
-          ts.push_back(post(p, {i, 5, ""}, src[i].data(), dst[i].data(), src[i].size(),
-                            Priority(i % 2)));
+          ts.push_back(
+              post(p, {i, 5, ""}, src[i].data(), dst[i].data(), src[i].size(), Priority(i % 2)));
         }
         ASSERT_TRUE(ts.back()) << i;
       }

@@ -296,9 +296,9 @@ class ContextImpl : public BackendEvents {
   // confirms a kFlagNoAck chunk, overtake the nack. Slots written by the
   // backend (retain_into) before progress() returns: a deque keeps them put.
   std::deque<void*> release_after_ctrl_;
-  // Adverts of failed expects, withdrawn (Backend::unadvertise) by the next
-  // flushControl(): failExpect() runs inside event handlers too, which must
-  // not call the backend.
+  // Adverts of failed expects and of expects whose data came the usual way,
+  // withdrawn (Backend::unadvertise) by the next flushControl(): failExpect()
+  // and land() run inside event handlers too, which must not call the backend.
   std::vector<uint64_t> unadverts_;
   uint64_t next_token_ = 1;
   std::vector<Ready> ready_;

@@ -81,6 +81,9 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
 // Lands one chunk: in place now (memcpy), or through backend.receive() later.
 void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming* in, void* desc,
                        bool ack) {
+  // Data on the usual path: the advert crossed it, or had not left yet
+  // (a backend may hold adverts back); withdraw it so that its end follows.
+  if (r.advert != 0 && !r.started) unadverts_.push_back(r.advert);
   r.started = true;
   bool last = (h.flags & wire::kFlagLast) != 0;
   if (in != nullptr && (in->data != nullptr || h.length == 0)) {

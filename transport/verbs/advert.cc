@@ -44,7 +44,7 @@ bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, v
   while (imm == 0 || rrecvs_.count(imm) != 0 || adverts_out_.count(imm) != 0) {
     imm = next_recv_id_++;
   }
-  adverts_out_[imm] = AdvertOut{token, c->qpn, len, false};
+  adverts_out_[imm] = AdvertOut{token, c->qpn, len, false, false};
   advert_imm_[token] = imm;
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kAdv);
@@ -55,10 +55,23 @@ bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, v
   mh.addr = reinterpret_cast<uintptr_t>(dst);
   mh.rkey = mrOf(region)->rkey;
   const AdvBody body{c->rx_records};  // what the core had been given when it expected
-  deferRecord(*c,
-              makeMsg(*c, mh, {reinterpret_cast<const std::byte*>(&body), sizeof(body)}, nullptr));
+  c->adverts_held.push_back(
+      makeMsg(*c, mh, {reinterpret_cast<const std::byte*>(&body), sizeof(body)}, nullptr));
+  adverts_check_ = true;
   if (stats_.on) ++stats_.adverts;
   return true;
+}
+
+void VerbsBackend::releaseAdverts(Conn& c) {
+  if (c.adverts_held.size() < tune_.advert_batch && c.adverts_sent >= tune_.advert_batch) return;
+  std::vector<Work> held;
+  held.swap(c.adverts_held);
+  for (Work& w : held) {
+    if (c.dead) break;  // killConn failed them (deferRecord may kill it)
+    adverts_out_.at(w.mh.recv_id).sent = true;
+    ++c.adverts_sent;
+    deferRecord(c, std::move(w));
+  }
 }
 
 void VerbsBackend::unadvertise(uint64_t token) {
@@ -69,6 +82,11 @@ void VerbsBackend::unadvertise(uint64_t token) {
   a->second.revoked = true;
   Conn* c = connByQpn(a->second.qpn);
   if (c == nullptr || c->dead) return;  // killConn ends it
+  if (!a->second.sent) {                // never left: it ends here
+    std::erase_if(c->adverts_held, [&](const Work& w) { return w.mh.recv_id == a->first; });
+    finishAdvert(c->qpn, a->first, 0, Status::ok());
+    return;
+  }
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kAdvRevoke);
   mh.recv_id = a->first;
@@ -195,6 +213,13 @@ bool VerbsBackend::postToAdvert(Conn& c, std::span<const std::byte> header, cons
 bool VerbsBackend::finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st) {
   auto a = adverts_out_.find(imm);
   if (a == adverts_out_.end() || a->second.qpn != qpn) return false;
+  if (a->second.sent) {
+    Conn* c = connByQpn(qpn);
+    if (c != nullptr && c->adverts_sent > 0 && --c->adverts_sent < tune_.advert_batch &&
+        !c->adverts_held.empty()) {
+      adverts_check_ = true;
+    }
+  }
   adverts_done_.push_back(AdvertDone{a->second.token, std::min(bytes, a->second.len), st});
   advert_imm_.erase(a->second.token);
   adverts_out_.erase(a);

@@ -65,6 +65,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "write_queue_bytes", 4096, 1u << 30, &tune_.write_queue),
         parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch),
         parseU32(options, "adverts", 0, 1, &tune_.adverts),
+        parseU32(options, "advert_batch", 1, 4096, &tune_.advert_batch),
         parseU32(options, "qp_timeout", 1, 31, &tune_.qp_timeout)}) {
     if (!s) return s;
   }
@@ -197,6 +198,7 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
     if (r.qpn == c.qpn) recvs.push_back(id);
   }
   for (uint32_t id : recvs) finishRecv(id, why);
+  c.adverts_held.clear();  // in adverts_out_, failed below
   failAdverts(c.qpn, why);
   c.adverts_in.clear();
 }

@@ -152,6 +152,8 @@ class VerbsBackend final : public Backend {
       uint64_t addr, len, written;
     };
     std::unordered_map<AdvTag, AdvertIn, AdvTagHash> adverts_in;
+    std::vector<Work> adverts_held;  // this side's kAdv records not sent yet
+    uint32_t adverts_sent = 0;       // ... sent, their end not yet arrived
     bool connected = false, dead = false, reported = false;
   };
   struct Work {  // one outbound operation, queued or posted
@@ -205,6 +207,7 @@ class VerbsBackend final : public Backend {
     uint32_t qpn;
     uint64_t len;
     bool revoked;
+    bool sent;  // else still in its Conn's adverts_held
   };
   struct Retained {
     bool rndv = false;
@@ -296,6 +299,9 @@ class VerbsBackend final : public Backend {
   // Ends advert imm of QP qpn (reported by progress()); false: no such advert.
   bool finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st);
   void failAdverts(uint32_t qpn, const Status& st);
+  // Held kAdv records go out (as deferred records) once advert_batch of them
+  // wait or the peer holds fewer than advert_batch of this side's adverts.
+  void releaseAdverts(Conn& c);
   unsigned drainChannel();
 
   BackendEvents* events_;
@@ -345,6 +351,7 @@ class VerbsBackend final : public Backend {
   // left by flush(), or a dead QP to destroy once flushed (killConn).
   bool backlogged_ = false, reap_ = false;
   bool records_deferred_ = false;      // some Conn has records
+  bool adverts_check_ = false;         // some Conn's held adverts may be due (releaseAdverts)
   std::vector<Work> records_scratch_;  // flushRecords's batch being posted
   Stats stats_;                        // TICTAC_VERBS_STATS=1
 };

@@ -48,6 +48,8 @@
 //                a tensor larger than an eager message sends its buffer's
 //                address to the sender, which writes the tensor there
 //                without a per-chunk kRts/kCts handshake; 0 = off (proto.h)
+//   advert_batch adverts held back while the peer holds this many (16,
+//                1..4096; 1 = each leaves at once; tuning.h)
 //   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
 //                QP numbers and GIDs in the blob the core's bootstrap carries)
 //                or "rdmacm" (librdmacm: listener on `address`, resolve

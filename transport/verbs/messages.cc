@@ -33,9 +33,10 @@ void VerbsBackend::deferRecord(Conn& c, Work w) {
 }
 
 bool VerbsBackend::flushAllRecords() {
-  if (!records_deferred_) return false;
-  records_deferred_ = false;
+  if (!records_deferred_ && !adverts_check_) return false;
+  records_deferred_ = adverts_check_ = false;
   for (auto& [qpn, c] : conns_) {
+    if (!c->adverts_held.empty()) releaseAdverts(*c);
     if (!c->records.empty()) flushRecords(*c);
   }
   return true;

@@ -42,7 +42,8 @@ unsigned VerbsBackend::drainChannel() {
 unsigned VerbsBackend::progress() {
   unsigned n = 0;
   if (stats_.on) stats_.onProgressEnter(Stats::nowNs());
-  if (records_deferred_) flushAllRecords();  // the handshakes since the last call, one SEND a peer
+  if (records_deferred_ || adverts_check_)
+    flushAllRecords();  // the handshakes since the last call, one SEND a peer
   // Sleep or yield only when nothing is in flight: a posted work request or
   // a rendezvous (kRts awaiting its kCts, kCts awaiting the WRITE) completes
   // soon, and a caller polling for it must not pay a wake-up (nor a syscall).

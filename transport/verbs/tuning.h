@@ -58,6 +58,14 @@ struct Tuning {
   // too large for an eager message offers its buffer to the sender, which
   // then writes the tensor there without a kRts/kCts handshake; 0 = off.
   uint32_t adverts = 1;
+  // Adverts are held back while the peer holds at least advert_batch of
+  // this side's, until advert_batch wait (then they share SENDs of up to
+  // rts_batch records): a stream of expects, each posted as one completes,
+  // sends an advert SEND per advert_batch tensors instead of one per tensor
+  // (each SEND toward the writer costs rxe's CPUs what the wire needs).
+  // An advert is never needed for progress: a tensor sent before its
+  // advert leaves goes by kRts/kCts. 1 = every advert leaves at once.
+  uint32_t advert_batch = 16;
 };
 
 }  // namespace tictac::transport::verbs
