@@ -151,13 +151,15 @@ class Backend {
   // Receiver-advertised rendezvous (optional). The core calls advertise()
   // for an expect of tensor (iteration, tensor) from `peer` when nothing of
   // that tensor has arrived yet and [dst, dst+len) is covered by `region`.
-  // True: the backend told the peer, whose backend may now write the
-  // tensor's chunks straight into dst (no handshake, no data message); the
-  // backend then reports onAdvertDone(token, ...) exactly once, and until it
-  // does, dst may still be written. False: nothing was sent (the default).
-  // unadvertise(token) asks the peer to stop using the advert (the expect
-  // was canceled); onAdvertDone still follows. Unknown or finished tokens
-  // are ignored. Neither call delivers events.
+  // True: the backend took the advert and tells the peer, now or later (it
+  // may hold it back; a chunk sent meanwhile comes the usual way); the
+  // peer's backend may then write the tensor's chunks straight into dst (no
+  // handshake, no data message). The backend reports onAdvertDone(token,
+  // ...) exactly once, and until it does, dst may still be written. False:
+  // nothing was taken (the default). unadvertise(token) withdraws it (the
+  // expect failed, or its data came the usual way); onAdvertDone still
+  // follows. Unknown or finished tokens are ignored. Neither call delivers
+  // events.
   virtual bool advertise(PeerId peer, uint32_t iteration, uint64_t tensor, void* dst, size_t len,
                          const MemoryRegion* region, uint64_t token) {
     (void)peer, (void)iteration, (void)tensor, (void)dst, (void)len, (void)region, (void)token;

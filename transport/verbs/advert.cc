@@ -21,6 +21,9 @@ namespace {
 // Data records not yet taken by the peer that a Conn remembers; beyond it,
 // an advert older than the forgotten ones is declined.
 constexpr size_t kTxDataMax = 4096;
+// Adverts of one peer accepted and not yet ended; beyond it (a peer that
+// floods them), new ones are declined: the tensors go the usual way.
+constexpr size_t kAdvertsInMax = 65536;
 
 // The tensor a core header names, with its type; false if it is not one.
 bool coreHeader(const void* p, size_t n, wire::Header* h) {
@@ -114,8 +117,8 @@ void VerbsBackend::noteTx(Conn& c, uint8_t kind, const void* core_header, size_t
 void VerbsBackend::onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body) {
   const AdvTag tag{mh.send_id, mh.reserved};
   while (!c.tx_data.empty() && c.tx_data.front().first <= body.seen) c.tx_data.pop_front();
-  bool decline =
-      classCount() != 1 || mh.len == 0 || body.seen < c.tx_forgot || c.adverts_in.count(tag) != 0;
+  bool decline = classCount() != 1 || mh.len == 0 || body.seen < c.tx_forgot ||
+                 c.adverts_in.size() >= kAdvertsInMax || c.adverts_in.count(tag) != 0;
   for (size_t i = 0; !decline && i < c.tx_data.size(); ++i) decline = c.tx_data[i].second == tag;
   // Not on the wire yet: deferred (c.records) or queued (c.backlog) records.
   auto names = [&](const Work& w) {
