@@ -1,7 +1,8 @@
-// Adverts the verbs backend holds back (advert_batch), through the public API
-// (suite 'verbs', run inside tools/softroce-vm): a tensor sent before its
-// advert left arrives the usual way, and the core withdraws the advert, so
-// the expect completes without waiting for the peer's other adverts to end.
+// Adverts of the verbs backend through the public API (suite 'verbs', run
+// inside tools/softroce-vm): one held back (advert_batch) whose tensor is
+// sent before it left is withdrawn, so the expect completes the usual way
+// without waiting for the peer's other adverts to end; one the sender used
+// after its expect was canceled hands the tensor to the next expect of it.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -46,6 +47,31 @@ TEST(VerbsAdvertHeld, TensorSentBeforeItsAdvertLeftCompletes) {
   EXPECT_TRUE(e1.value()->status().isOk() && e2.value()->status().isOk());
   EXPECT_EQ(src[0], dst[0]);
   EXPECT_EQ(src[1], dst[1]);
+}
+
+// The sender writes a whole tensor into the advert of an expect that the
+// receiver cancels (and posts again) before the withdrawal reaches it: the
+// bytes are not lost, the new expect gets them.
+TEST(VerbsAdvertHeld, TensorWrittenIntoACanceledExpectGoesToItsSuccessor) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  ASSERT_TRUE(registered);
+  Pair p = makePair("verbs", false);
+  std::vector<char> src(kLen), old(kLen), dst(kLen);
+  fillPattern(src.data(), kLen, 9);
+  auto e1 = p.ba->expect({4, 0, ""}, old.data(), kLen);
+  ASSERT_TRUE(e1);
+  spin(p, 200);  // the sender holds the advert
+  auto s = p.ab->send({4, 0, ""}, src.data(), kLen);
+  ASSERT_TRUE(s);
+  for (int i = 0; i < 200; ++i) p.a->progress();  // written into old's advert
+  ASSERT_TRUE(p.ba->cancel(e1.value()));
+  auto e2 = p.ba->expect({4, 0, ""}, dst.data(), kLen);
+  ASSERT_TRUE(e2);
+  ASSERT_TRUE(driveUntilDone(p, {s.value(), e1.value(), e2.value()}, std::chrono::seconds(10)));
+  EXPECT_TRUE(s.value()->status().isOk()) << s.value()->status().toString();
+  EXPECT_EQ(e1.value()->status().code(), StatusCode::kCanceled);
+  EXPECT_TRUE(e2.value()->status().isOk()) << e2.value()->status().toString();
+  EXPECT_EQ(src, dst);
 }
 
 }  // namespace

@@ -209,6 +209,10 @@ class ContextImpl : public BackendEvents {
   // Offers a new expect's buffer to its peer (Backend::advertise; recv_path.cc);
   // an advert counts as a pending receive until onAdvertDone.
   void advertise(RecvOp& r, uint64_t id);
+  // An advert that a canceled expect `id` still held took the whole tensor
+  // (the peer sent it before the withdrawal arrived): a later expect of the
+  // same key and size, if any, gets a copy of it (recv_path.cc).
+  void handOver(uint64_t id);
   // The lost_ batch handleLostPeers() is failing (core_mu_; empty otherwise).
   std::vector<std::pair<uint32_t, Status>> dying_;
   // A backend may fail an operation on a dying peer before that peer's

@@ -176,10 +176,30 @@ void ContextImpl::onAdvertDone(uint64_t token, size_t bytes, const Status& statu
     failExpect(l.recv_op, lostOr(l.peer, status));
     return;
   }
+  if (r.failed && bytes >= r.len) {  // written whole after the expect was canceled
+    handOver(l.recv_op);
+    return tryFinishExpect(l.recv_op);
+  }
   r.received += std::min(bytes, r.len);
   r.started |= bytes > 0;
   r.seen_last |= bytes >= r.len;
   tryFinishExpect(l.recv_op);
+}
+
+void ContextImpl::handOver(uint64_t id) {
+  const RecvOp& old = *recvs_.find(id);
+  const PeerKey key = old.key;
+  const char* src = old.dst;  // the user's buffer: still theirs until old completes
+  const size_t len = old.len;
+  if (isExpressExpect(key)) promoteExpect();  // may move recvs_'s entries
+  const uint64_t* next = expect_index_.find(key);
+  RecvOp* n = next != nullptr ? recvs_.find(*next) : nullptr;
+  if (n == nullptr || n->started || n->failed || n->len != len) return;
+  if (n->advert != 0) unadverts_.push_back(n->advert);  // the peer has sent it already
+  std::memcpy(n->dst, src, len);
+  n->started = n->seen_last = true;
+  n->received = len;
+  tryFinishExpect(*next);
 }
 
 void ContextImpl::failExpect(uint64_t id, const Status& s) {

@@ -32,6 +32,13 @@ bool coreHeader(const void* p, size_t n, wire::Header* h) {
   return h->magic == wire::kMagic;
 }
 
+// A record about this side's send of a tensor (data, or its abort): one that
+// crossed an advert of that tensor declines it.
+bool namesTensor(const wire::Header& h) {
+  return h.type == static_cast<uint8_t>(wire::MsgType::kData) ||
+         h.type == static_cast<uint8_t>(wire::MsgType::kAbort);
+}
+
 }  // namespace
 
 bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, void* dst,
@@ -71,7 +78,9 @@ void VerbsBackend::releaseAdverts(Conn& c) {
   held.swap(c.adverts_held);
   for (Work& w : held) {
     if (c.dead) break;  // killConn failed them (deferRecord may kill it)
-    adverts_out_.at(w.mh.recv_id).sent = true;
+    auto a = adverts_out_.find(w.mh.recv_id);
+    if (a == adverts_out_.end()) continue;
+    a->second.sent = true;
     ++c.adverts_sent;
     deferRecord(c, std::move(w));
   }
@@ -87,7 +96,7 @@ void VerbsBackend::unadvertise(uint64_t token) {
   if (c == nullptr || c->dead) return;  // killConn ends it
   if (!a->second.sent) {                // never left: it ends here
     std::erase_if(c->adverts_held, [&](const Work& w) { return w.mh.recv_id == a->first; });
-    finishAdvert(c->qpn, a->first, 0, Status::ok());
+    finishAdvert(c->qpn, a->first, 0, Status::ok(), false);
     return;
   }
   MsgHdr mh;
@@ -103,10 +112,7 @@ void VerbsBackend::noteTx(Conn& c, uint8_t kind, const void* core_header, size_t
     return;
   }
   wire::Header h;
-  if (!coreHeader(core_header, header_len, &h) ||
-      h.type != static_cast<uint8_t>(wire::MsgType::kData)) {
-    return;
-  }
+  if (!coreHeader(core_header, header_len, &h) || !namesTensor(h)) return;
   c.tx_data.emplace_back(n, AdvTag{h.tensor_id, h.iteration});
   if (c.tx_data.size() > kTxDataMax) {
     c.tx_forgot = c.tx_data.front().first;
@@ -125,8 +131,7 @@ void VerbsBackend::onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body) {
     wire::Header h;
     return (w.mh.kind == static_cast<uint8_t>(MsgKind::kEager) ||
             w.mh.kind == static_cast<uint8_t>(MsgKind::kRts)) &&
-           coreHeader(w.hdr, w.mh.hdr_len, &h) &&
-           h.type == static_cast<uint8_t>(wire::MsgType::kData) &&
+           coreHeader(w.hdr, w.mh.hdr_len, &h) && namesTensor(h) &&
            AdvTag{h.tensor_id, h.iteration} == tag;
   };
   for (size_t i = 0; !decline && i < c.records.size(); ++i) decline = names(c.records[i]);
@@ -146,6 +151,7 @@ void VerbsBackend::onAdvertRevoke(Conn& c, uint32_t imm) {
   for (auto it = c.adverts_in.begin(); it != c.adverts_in.end(); ++it) {
     if (it->second.imm != imm) continue;
     const uint64_t written = it->second.written;
+    if (written > 0) c.adverts_cut.insert(it->first);  // the rest has nowhere to go
     c.adverts_in.erase(it);
     endAdvert(c, imm, written);
     return;
@@ -174,7 +180,19 @@ bool VerbsBackend::postToAdvert(Conn& c, std::span<const std::byte> header, cons
        h.type != static_cast<uint8_t>(wire::MsgType::kAbort))) {
     return false;
   }
-  auto it = c.adverts_in.find(AdvTag{h.tensor_id, h.iteration});
+  const AdvTag tag{h.tensor_id, h.iteration};
+  if (!c.adverts_cut.empty() && c.adverts_cut.count(tag) != 0) {
+    // The receiver withdrew the buffer mid-tensor (its expect was canceled):
+    // the send fails, and its abort goes the usual way.
+    if (h.type == static_cast<uint8_t>(wire::MsgType::kAbort) || (h.flags & wire::kFlagLast) != 0) {
+      c.adverts_cut.erase(tag);
+    }
+    if (h.type == static_cast<uint8_t>(wire::MsgType::kAbort)) return false;
+    *st = Status(StatusCode::kCanceled, "verbs: the receiver canceled its expect of tensor " +
+                                            std::to_string(h.tensor_id) + " mid-transfer");
+    return true;
+  }
+  auto it = c.adverts_in.find(tag);
   if (it == c.adverts_in.end()) return false;
   Conn::AdvertIn a = it->second;
   const bool data_msg = h.type == static_cast<uint8_t>(wire::MsgType::kData);
@@ -213,9 +231,11 @@ bool VerbsBackend::postToAdvert(Conn& c, std::span<const std::byte> header, cons
   return true;
 }
 
-bool VerbsBackend::finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st) {
+bool VerbsBackend::finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st,
+                                bool from_peer) {
   auto a = adverts_out_.find(imm);
   if (a == adverts_out_.end() || a->second.qpn != qpn) return false;
+  if (from_peer && !a->second.sent) return false;  // the peer cannot know it
   if (a->second.sent) {
     Conn* c = connByQpn(qpn);
     if (c != nullptr && c->adverts_sent > 0 && --c->adverts_sent < tune_.advert_batch &&
@@ -234,7 +254,7 @@ void VerbsBackend::failAdverts(uint32_t qpn, const Status& st) {
   for (auto& [imm, a] : adverts_out_) {
     if (a.qpn == qpn) ids.push_back(imm);
   }
-  for (uint32_t imm : ids) finishAdvert(qpn, imm, 0, st);
+  for (uint32_t imm : ids) finishAdvert(qpn, imm, 0, st, false);
 }
 
 }  // namespace tictac::transport::verbs

@@ -201,6 +201,7 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
   c.adverts_held.clear();  // in adverts_out_, failed below
   failAdverts(c.qpn, why);
   c.adverts_in.clear();
+  c.adverts_cut.clear();
 }
 
 void VerbsBackend::destroyConn(Conn& c) {

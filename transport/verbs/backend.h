@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -152,8 +153,9 @@ class VerbsBackend final : public Backend {
       uint64_t addr, len, written;
     };
     std::unordered_map<AdvTag, AdvertIn, AdvTagHash> adverts_in;
-    std::vector<Work> adverts_held;  // this side's kAdv records not sent yet
-    uint32_t adverts_sent = 0;       // ... sent, their end not yet arrived
+    std::unordered_set<AdvTag, AdvTagHash> adverts_cut;  // revoked after some bytes
+    std::vector<Work> adverts_held;                      // this side's kAdv records not sent yet
+    uint32_t adverts_sent = 0;                           // ... sent, their end not yet arrived
     bool connected = false, dead = false, reported = false;
   };
   struct Work {  // one outbound operation, queued or posted
@@ -297,7 +299,9 @@ class VerbsBackend final : public Backend {
                     const MemoryRegion* region, uint64_t token, Status* st);
   void endAdvert(Conn& c, uint32_t imm, uint64_t written);  // queues the kAdvEnd
   // Ends advert imm of QP qpn (reported by progress()); false: no such advert.
-  bool finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st);
+  // from_peer: reported by the peer (a kAdvEnd, the last WRITE's immediate),
+  // which can only end an advert that was sent.
+  bool finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, const Status& st, bool from_peer);
   void failAdverts(uint32_t qpn, const Status& st);
   // Held kAdv records go out (as deferred records) once advert_batch of them
   // wait or the peer holds fewer than advert_batch of this side's adverts.

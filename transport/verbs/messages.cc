@@ -110,7 +110,7 @@ bool VerbsBackend::postRecordBatch(Conn& c, const std::vector<Work>& works) {
 void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
   if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
     const uint32_t imm = ntohl(wc.imm_data);
-    if (adverts_out_.empty() || !finishAdvert(c.qpn, imm, UINT64_MAX, Status::ok())) {
+    if (adverts_out_.empty() || !finishAdvert(c.qpn, imm, UINT64_MAX, Status::ok(), true)) {
       finishRecv(imm, Status::ok());
     }
     return;
@@ -188,7 +188,7 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
       return need;
     }
     case MsgKind::kAdvEnd:
-      finishAdvert(c.qpn, mh.recv_id, mh.len, Status::ok());
+      finishAdvert(c.qpn, mh.recv_id, mh.len, Status::ok(), true);
       return need;
     case MsgKind::kAdvRevoke:
       onAdvertRevoke(c, mh.recv_id);

@@ -36,7 +36,8 @@ Status VerbsBackend::post(PeerId peer, std::span<const std::byte> header, const 
     return {StatusCode::kInvalidArgument, "verbs: header of " + std::to_string(header.size()) +
                                               " bytes exceeds " + std::to_string(kMaxCoreHeader)};
   }
-  if (!c->adverts_in.empty()) {  // the receiver offered this tensor's buffer (advert.cc)
+  // The receiver offered this tensor's buffer, or withdrew it mid-tensor (advert.cc).
+  if (!c->adverts_in.empty() || !c->adverts_cut.empty()) {
     Status st = Status::ok();
     if (postToAdvert(*c, header, data, len, region, token, &st)) return st;
   }
