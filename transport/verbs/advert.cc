@@ -54,7 +54,7 @@ bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, v
   while (imm == 0 || rrecvs_.count(imm) != 0 || adverts_out_.count(imm) != 0) {
     imm = next_recv_id_++;
   }
-  adverts_out_[imm] = AdvertOut{token, c->qpn, len, false, false};
+  adverts_out_[imm] = AdvertOut{token, c->qpn, len, AdvTag{tensor, iteration}, false, false};
   advert_imm_[token] = imm;
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kAdv);
@@ -102,6 +102,8 @@ void VerbsBackend::unadvertise(uint64_t token) {
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kAdvRevoke);
   mh.recv_id = a->first;
+  mh.send_id = a->second.tag.tensor;
+  mh.reserved = a->second.tag.iteration;
   deferRecord(*c, makeMsg(*c, mh, {}, nullptr));
 }
 
@@ -147,15 +149,13 @@ void VerbsBackend::onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body) {
   c.adverts_in[tag] = Conn::AdvertIn{mh.recv_id, mh.rkey, mh.addr, mh.len, 0};
 }
 
-void VerbsBackend::onAdvertRevoke(Conn& c, uint32_t imm) {
-  for (auto it = c.adverts_in.begin(); it != c.adverts_in.end(); ++it) {
-    if (it->second.imm != imm) continue;
-    const uint64_t written = it->second.written;
-    if (written > 0) c.adverts_cut.insert(it->first);  // the rest has nowhere to go
-    c.adverts_in.erase(it);
-    endAdvert(c, imm, written);
-    return;
-  }  // not found: its end is on the way
+void VerbsBackend::onAdvertRevoke(Conn& c, const MsgHdr& mh) {
+  auto it = c.adverts_in.find(AdvTag{mh.send_id, mh.reserved});
+  if (it == c.adverts_in.end() || it->second.imm != mh.recv_id) return;  // its end is on the way
+  const uint64_t written = it->second.written;
+  if (written > 0) c.adverts_cut.insert(it->first);  // the rest has nowhere to go
+  c.adverts_in.erase(it);
+  endAdvert(c, mh.recv_id, written);
 }
 
 void VerbsBackend::endAdvert(Conn& c, uint32_t imm, uint64_t written) {

@@ -208,6 +208,7 @@ class VerbsBackend final : public Backend {
     uint64_t token;
     uint32_t qpn;
     uint64_t len;
+    AdvTag tag;
     bool revoked;
     bool sent;  // else still in its Conn's adverts_held
   };
@@ -292,7 +293,7 @@ class VerbsBackend final : public Backend {
   // Adverts (advert.cc). noteTx: a record leaves on c (every SEND path).
   void noteTx(Conn& c, uint8_t kind, const void* core_header, size_t header_len);
   void onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body);
-  void onAdvertRevoke(Conn& c, uint32_t imm);
+  void onAdvertRevoke(Conn& c, const MsgHdr& mh);
   // post() of a data chunk whose tensor has an accepted advert: written
   // there (true), else false (*st: an error to return).
   bool postToAdvert(Conn& c, std::span<const std::byte> header, const void* data, size_t len,

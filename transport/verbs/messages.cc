@@ -191,7 +191,7 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
       finishAdvert(c.qpn, mh.recv_id, mh.len, Status::ok(), true);
       return need;
     case MsgKind::kAdvRevoke:
-      onAdvertRevoke(c, mh.recv_id);
+      onAdvertRevoke(c, mh);
       return need;
     case MsgKind::kCts: {
       auto it = rsends_.find(mh.send_id);

@@ -32,8 +32,11 @@
 //     kAdvEnd: the sender ends advert recv_id having written len bytes
 //             (0: declined; else its send was canceled, or kAdvRevoke came),
 //             queued behind those WRITEs.
-//     kAdvRevoke: the receiver withdraws advert recv_id (a canceled expect);
-//             the sender answers with kAdvEnd unless its end is on the way.
+//     kAdvRevoke: the receiver withdraws advert recv_id of tensor send_id,
+//             iteration `reserved` (a failed or canceled expect, or data
+//             that came the usual way); the sender answers with kAdvEnd
+//             unless its end is on the way. Withdrawn after some bytes were
+//             written, the rest of that send fails (kCanceled).
 //     Each advert ends once: the last WRITE WITH IMMEDIATE or a kAdvEnd.
 // A SEND may carry several records back to back, each padded to 8 bytes
 // (recordBytes): the sender batches the kRts of chunks posted together.
