@@ -109,7 +109,7 @@ VerbsBackend::~VerbsBackend() {
   dev_.reset();
 }
 
-Result<VerbsBackend::Conn*> VerbsBackend::newConn(const QpMaker& make, bool post_recvs) {
+Result<Conn*> VerbsBackend::newConn(const QpMaker& make, bool post_recvs) {
   auto c = std::make_unique<Conn>();
   ibv_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = dev_->cq;
@@ -220,7 +220,7 @@ void VerbsBackend::dropConn(uint32_t qpn) {
   conns_.erase(it);
 }
 
-VerbsBackend::Conn* VerbsBackend::connByQpn(uint32_t qpn) {
+Conn* VerbsBackend::connByQpn(uint32_t qpn) {
   if (hot_qpn_ != nullptr && hot_qpn_->qpn == qpn) return hot_qpn_;
   auto it = conns_.find(qpn);
   if (it == conns_.end()) return nullptr;
@@ -228,7 +228,7 @@ VerbsBackend::Conn* VerbsBackend::connByQpn(uint32_t qpn) {
   return hot_qpn_;
 }
 
-VerbsBackend::Conn* VerbsBackend::connOf(PeerId peer, size_t cls) {
+Conn* VerbsBackend::connOf(PeerId peer, size_t cls) {
   if (hot_conn_ != nullptr && hot_peer_ == peer && hot_cls_ == cls) {
     return hot_conn_->dead ? nullptr : hot_conn_;
   }

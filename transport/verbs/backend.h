@@ -30,6 +30,7 @@
 
 #include "transport/verbs/cm.h"
 #include "transport/verbs/compact.h"
+#include "transport/verbs/conn.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/proto.h"
 #include "transport/verbs/stats.h"
@@ -49,18 +50,6 @@ Status checkRecvBytes(uint32_t recv_bytes);
 
 // lkey/rkey of a region made by VerbsBackend::registerMemory.
 const ibv_mr* mrOf(const MemoryRegion* region);
-
-// A tensor as adverts name it (advert.cc).
-struct AdvTag {
-  uint64_t tensor = 0;
-  uint32_t iteration = 0;
-  bool operator==(const AdvTag&) const = default;
-};
-struct AdvTagHash {
-  size_t operator()(const AdvTag& t) const {
-    return std::hash<uint64_t>()(t.tensor * 0x9E3779B97F4A7C15ull ^ t.iteration);
-  }
-};
 
 class VerbsBackend final : public Backend {
  public:
@@ -120,106 +109,6 @@ class VerbsBackend final : public Backend {
   void* hook_arg_ = nullptr;
 
  private:
-  struct Work;
-  struct Conn {
-    uint32_t qpn = 0;
-    PeerId peer = 0;
-    ibv_qp* qp = nullptr;
-    std::vector<char> rbuf, sbuf;  // receive buffers, send bounce slots
-    ibv_mr* rmr = nullptr;
-    ibv_mr* smr = nullptr;
-    std::vector<uint32_t> free_slots;
-    std::vector<uint32_t> to_repost;  // consumed receive buffers not yet reposted
-    std::deque<uint64_t> backlog;     // work ids of SENDs (posted first)
-    std::deque<uint64_t> wbacklog;    // work ids of WRITEs (posted within write_queue)
-    std::vector<Work> records;        // kRts/kCts deferred to share one SEND (messages.cc)
-    size_t wbytes = 0;                // WRITE bytes posted, not completed
-    uint32_t sq_used = 0, rq_posted = 0, psn = 0;
-    uint32_t send_bytes = 0;       // largest SEND the peer accepts
-    uint8_t cls = 0;               // priority class (index into Tuning::class_*)
-    uint64_t posted = 0;           // send work requests posted (peerQps)
-    uint64_t compact = 0;          // ... of which compact eager messages
-    bool two_sge = false;          // the QP takes two send SGEs (zero-copy eager SENDs)
-    CompactBase tx_base, rx_base;  // compact eager messages, each direction (compact.h)
-    // Adverts (advert.cc). Records are counted in wire order both ways; the
-    // data records (eager, kRts) this side posted that the peer may not have
-    // taken yet are kept with their number, to decline a crossing advert.
-    uint64_t tx_records = 0, rx_records = 0;
-    std::deque<std::pair<uint64_t, AdvTag>> tx_data;
-    uint64_t tx_forgot = 0;  // records up to this one were dropped from tx_data
-    struct AdvertIn {        // an accepted advert of the peer
-      uint32_t imm;
-      uint32_t rkey;
-      uint64_t addr, len, written;
-    };
-    std::unordered_map<AdvTag, AdvertIn, AdvTagHash> adverts_in;
-    std::unordered_set<AdvTag, AdvTagHash> adverts_cut;  // revoked after some bytes
-    std::vector<Work> adverts_held;                      // this side's kAdv records not sent yet
-    uint32_t adverts_sent = 0;                           // ... sent, their end not yet arrived
-    bool connected = false, dead = false, reported = false;
-  };
-  struct Work {  // one outbound operation, queued or posted
-    enum Kind : uint8_t { kMsg, kWrite } kind = kMsg;
-    uint32_t qpn = 0;
-    uint64_t token = 0;
-    bool report = false;     // onSendDone(token) when it completes
-    uint64_t fail_send = 0;  // kRts: the transfer to fail if this fails
-    uint32_t fail_recv = 0;  // kCts: the receive to fail if this fails
-    MsgHdr mh{};
-    uint8_t hdr[kMaxCoreHeader];
-    const char* data = nullptr;  // kEager payload, kWrite source
-    size_t len = 0;
-    uint32_t lkey = 0, rkey = 0, imm = 0;
-    uint64_t raddr = 0;
-    bool with_imm = false;      // kWrite: the transfer's last piece
-    bool zero_copy = false;     // kMsg: payload sent from data (lkey), not copied
-    bool after_writes = false;  // kMsg: queued behind the WRITEs (a kAdvEnd)
-    ibv_mr* own_mr = nullptr;   // deregistered when the work is done
-    int slot = -1;
-    uint64_t posted_ns = 0;  // Stats: when it was posted
-    uint64_t rts_ns = 0;     // Stats (kCts): when the kRts it answers was polled
-    bool live = false;       // slot of works_ in use
-  };
-  struct RndvSend {  // a posted rendezvous payload waiting for its kCts
-    uint64_t token;
-    uint32_t qpn;
-    const char* data;
-    size_t len;
-    uint32_t lkey;
-    ibv_mr* own_mr;   // registered here when the core gave no region
-    uint64_t rts_ns;  // Stats: when the kRts was queued
-  };
-  struct RndvSendArgs {  // a kCts accepted: what to write where
-    uint64_t token;
-    const char* data;
-    size_t len;
-    uint32_t lkey;
-    ibv_mr* own_mr;
-    uint64_t raddr;
-    uint32_t rkey, imm;
-    bool with_imm = true;  // the last piece WITH IMMEDIATE imm (else all plain WRITEs)
-  };
-  struct RndvRecv {  // a kCts sent; the WRITE WITH IMMEDIATE is awaited
-    uint64_t token;
-    uint32_t qpn;
-    ibv_mr* own_mr;
-  };
-  struct AdvertOut {  // a kAdv sent; its end (WRITE WITH IMMEDIATE or kAdvEnd) awaited
-    uint64_t token;
-    uint32_t qpn;
-    uint64_t len;
-    AdvTag tag;
-    bool revoked;
-    bool sent;  // else still in its Conn's adverts_held
-  };
-  struct Retained {
-    bool rndv = false;
-    std::vector<char> copy;  // eager payload
-    uint32_t qpn = 0;
-    uint64_t send_id = 0, len = 0;
-    uint64_t arrived_ns = 0;  // Stats: when its kRts was polled
-  };
-
   // Creates a Conn's QP with `make` (rdma_cm) or ibv_create_qp, moves it to
   // INIT and, unless post_recvs is false (the caller posts them later), posts
   // its receive buffers.

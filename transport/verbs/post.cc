@@ -14,8 +14,8 @@ Status peerGone(PeerId peer) {
   return {StatusCode::kPeerLost, "verbs: no live connection to peer " + std::to_string(peer)};
 }
 
-VerbsBackend::Work VerbsBackend::makeMsg(Conn& c, const MsgHdr& mh,
-                                         std::span<const std::byte> header, const void* data) {
+Work VerbsBackend::makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header,
+                           const void* data) {
   Work w;
   w.kind = Work::kMsg;
   w.qpn = c.qpn;
