@@ -81,6 +81,10 @@ struct Pair {  // a (sender) and b (receiver), connected as each other's peer 1
   bool advertise() {
     return b->advertise(1, kIter, kTensor, dst.data(), kLen, dst_mr.get(), kAdvToken);
   }
+  // advertise(), then drives until the sender holds the advert.
+  bool offer() {
+    return advertise() && drive([&] { return held() == 1; });
+  }
   // Chunk i of the tensor (a core data header), or its abort; or of another.
   Status postChunk(size_t i, uint8_t type = uint8_t(wire::MsgType::kData),
                    uint64_t tensor = kTensor) {
@@ -105,8 +109,7 @@ TEST(VerbsAdvert, HeldAdvertTakesTheTensorWithoutMessages) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p;
   ASSERT_TRUE(p.a && p.b);
-  ASSERT_TRUE(p.advertise());
-  ASSERT_TRUE(p.drive([&] { return p.held() == 1; })) << "the sender never took the advert";
+  ASSERT_TRUE(p.offer()) << "the sender never took the advert";
   for (size_t i = 0; i < kChunks; ++i) ASSERT_TRUE(p.postChunk(i));
   ASSERT_TRUE(p.drive([&] { return p.ea.sends_ok == int{kChunks} && !p.eb.adverts.empty(); }));
   EXPECT_EQ(p.eb.adverts, (std::vector<std::pair<size_t, bool>>{{kLen, true}}));
@@ -167,8 +170,7 @@ TEST(VerbsAdvert, UnadvertiseEndsItWithTheBytesWritten) {
     SCOPED_TRACE(::testing::Message() << written << " chunks written first");
     Pair p;
     ASSERT_TRUE(p.a && p.b);
-    ASSERT_TRUE(p.advertise());
-    ASSERT_TRUE(p.drive([&] { return p.held() == 1; }));
+    ASSERT_TRUE(p.offer());
     for (size_t i = 0; i < written; ++i) ASSERT_TRUE(p.postChunk(i));
     ASSERT_TRUE(p.drive([&] { return p.ea.sends_ok == int(written); }));
     p.b->unadvertise(kAdvToken);
@@ -197,8 +199,7 @@ TEST(VerbsAdvert, AbortEndsTheAdvertBeforeItArrives) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p;
   ASSERT_TRUE(p.a && p.b);
-  ASSERT_TRUE(p.advertise());
-  ASSERT_TRUE(p.drive([&] { return p.held() == 1; }));
+  ASSERT_TRUE(p.offer());
   ASSERT_TRUE(p.postChunk(0));
   ASSERT_TRUE(p.postChunk(1, uint8_t(wire::MsgType::kAbort)));
   ASSERT_TRUE(p.drive([&] { return p.eb.log.size() == 2; }));
@@ -212,8 +213,7 @@ TEST(VerbsAdvert, RemovedPeerFailsIt) {
   TICTAC_REQUIRE_RDMA_DEVICE();
   Pair p;
   ASSERT_TRUE(p.a && p.b);
-  ASSERT_TRUE(p.advertise());
-  ASSERT_TRUE(p.drive([&] { return p.held() == 1; }));
+  ASSERT_TRUE(p.offer());
   p.b->removePeer(1);
   ASSERT_TRUE(p.drive([&] { return !p.eb.adverts.empty(); }));
   EXPECT_EQ(p.eb.adverts, (std::vector<std::pair<size_t, bool>>{{0, false}}));

@@ -39,6 +39,14 @@ bool namesTensor(const wire::Header& h) {
          h.type == static_cast<uint8_t>(wire::MsgType::kAbort);
 }
 
+// The core header of a record of kind `kind` when it names this side's send
+// of a tensor (an eager message or kRts carrying data or an abort).
+bool sendRecord(uint8_t kind, const void* header, size_t header_len, wire::Header* h) {
+  return (kind == static_cast<uint8_t>(MsgKind::kEager) ||
+          kind == static_cast<uint8_t>(MsgKind::kRts)) &&
+         coreHeader(header, header_len, h) && namesTensor(*h);
+}
+
 }  // namespace
 
 bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, void* dst,
@@ -50,10 +58,7 @@ bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, v
   }
   Conn* c = connOf(peer, 0);
   if (c == nullptr || c->dead || !c->connected) return false;
-  uint32_t imm = next_recv_id_++;
-  while (imm == 0 || rrecvs_.count(imm) != 0 || adverts_out_.count(imm) != 0) {
-    imm = next_recv_id_++;
-  }
+  const uint32_t imm = newImmediate();
   adverts_out_[imm] = AdvertOut{token, c->qpn, len, AdvTag{tensor, iteration}, false, false};
   advert_imm_[token] = imm;
   MsgHdr mh;
@@ -109,12 +114,13 @@ void VerbsBackend::unadvertise(uint64_t token) {
 
 void VerbsBackend::noteTx(Conn& c, uint8_t kind, const void* core_header, size_t header_len) {
   const uint64_t n = ++c.tx_records;
-  if (classCount() != 1 || (kind != static_cast<uint8_t>(MsgKind::kEager) &&
-                            kind != static_cast<uint8_t>(MsgKind::kRts))) {
+  wire::Header h;
+  // A tensor small enough for an eager message at the peer is never
+  // advertised (advertise()): the ping-pong path remembers nothing.
+  if (classCount() != 1 || !sendRecord(kind, core_header, header_len, &h) ||
+      h.total_len + sizeof(EagerHdr) + sizeof(wire::Header) <= c.send_bytes) {
     return;
   }
-  wire::Header h;
-  if (!coreHeader(core_header, header_len, &h) || !namesTensor(h)) return;
   c.tx_data.emplace_back(n, AdvTag{h.tensor_id, h.iteration});
   if (c.tx_data.size() > kTxDataMax) {
     c.tx_forgot = c.tx_data.front().first;
@@ -125,15 +131,15 @@ void VerbsBackend::noteTx(Conn& c, uint8_t kind, const void* core_header, size_t
 void VerbsBackend::onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body) {
   const AdvTag tag{mh.send_id, mh.reserved};
   while (!c.tx_data.empty() && c.tx_data.front().first <= body.seen) c.tx_data.pop_front();
+  // A tensor that noteTx() does not track (eager-sized) cannot be checked for crossing.
   bool decline = classCount() != 1 || mh.len == 0 || body.seen < c.tx_forgot ||
+                 mh.len + sizeof(EagerHdr) + sizeof(wire::Header) <= c.send_bytes ||
                  c.adverts_in.size() >= kAdvertsInMax || c.adverts_in.count(tag) != 0;
   for (size_t i = 0; !decline && i < c.tx_data.size(); ++i) decline = c.tx_data[i].second == tag;
   // Not on the wire yet: deferred (c.records) or queued (c.backlog) records.
   auto names = [&](const Work& w) {
     wire::Header h;
-    return (w.mh.kind == static_cast<uint8_t>(MsgKind::kEager) ||
-            w.mh.kind == static_cast<uint8_t>(MsgKind::kRts)) &&
-           coreHeader(w.hdr, w.mh.hdr_len, &h) && namesTensor(h) &&
+    return sendRecord(w.mh.kind, w.hdr, w.mh.hdr_len, &h) &&
            AdvTag{h.tensor_id, h.iteration} == tag;
   };
   for (size_t i = 0; !decline && i < c.records.size(); ++i) decline = names(c.records[i]);
@@ -175,19 +181,14 @@ bool VerbsBackend::postToAdvert(Conn& c, std::span<const std::byte> header, cons
   wire::Header h;
   // Only this direction's data and aborts name a tensor the peer advertised
   // (acks and nacks are about the peer's own sends).
-  if (!coreHeader(header.data(), header.size(), &h) ||
-      (h.type != static_cast<uint8_t>(wire::MsgType::kData) &&
-       h.type != static_cast<uint8_t>(wire::MsgType::kAbort))) {
-    return false;
-  }
+  if (!coreHeader(header.data(), header.size(), &h) || !namesTensor(h)) return false;
   const AdvTag tag{h.tensor_id, h.iteration};
+  const bool data_msg = h.type == static_cast<uint8_t>(wire::MsgType::kData);
   if (!c.adverts_cut.empty() && c.adverts_cut.count(tag) != 0) {
     // The receiver withdrew the buffer mid-tensor (its expect was canceled):
     // the send fails, and its abort goes the usual way.
-    if (h.type == static_cast<uint8_t>(wire::MsgType::kAbort) || (h.flags & wire::kFlagLast) != 0) {
-      c.adverts_cut.erase(tag);
-    }
-    if (h.type == static_cast<uint8_t>(wire::MsgType::kAbort)) return false;
+    if (!data_msg || (h.flags & wire::kFlagLast) != 0) c.adverts_cut.erase(tag);
+    if (!data_msg) return false;
     *st = Status(StatusCode::kCanceled, "verbs: the receiver canceled its expect of tensor " +
                                             std::to_string(h.tensor_id) + " mid-transfer");
     return true;
@@ -195,7 +196,6 @@ bool VerbsBackend::postToAdvert(Conn& c, std::span<const std::byte> header, cons
   auto it = c.adverts_in.find(tag);
   if (it == c.adverts_in.end()) return false;
   Conn::AdvertIn a = it->second;
-  const bool data_msg = h.type == static_cast<uint8_t>(wire::MsgType::kData);
   if (data_msg && len == 0) return false;  // nothing to write (and a WRITE needs bytes)
   if (!data_msg || h.total_len != a.len || h.offset > a.len || len > a.len - h.offset ||
       len != h.length) {

@@ -24,7 +24,6 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -220,6 +219,12 @@ class VerbsBackend final : public Backend {
   std::unordered_map<uint32_t, RndvRecv> rrecvs_;
   uint64_t next_send_id_ = 1;
   uint32_t next_recv_id_ = 1;
+  // An immediate that names no kCts receive (rrecvs_) nor advert in flight.
+  uint32_t newImmediate() {
+    uint32_t id = next_recv_id_++;
+    while (id == 0 || rrecvs_.count(id) != 0 || adverts_out_.count(id) != 0) id = next_recv_id_++;
+    return id;
+  }
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
   std::unordered_map<uint32_t, AdvertOut> adverts_out_;  // by immediate (ids shared with rrecvs_)
   std::unordered_map<uint64_t, uint32_t> advert_imm_;    // token -> immediate

@@ -40,8 +40,7 @@ Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegi
     own = m.value();
     rkey = own->rkey;
   }
-  uint32_t rid = next_recv_id_++;
-  while (rid == 0 || rrecvs_.count(rid) != 0 || adverts_out_.count(rid) != 0) rid = next_recv_id_++;
+  const uint32_t rid = newImmediate();
   rrecvs_[rid] = RndvRecv{token, c->qpn, own};
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kCts);
