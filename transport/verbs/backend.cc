@@ -116,18 +116,23 @@ Result<Conn*> VerbsBackend::newConn(const QpMaker& make, bool post_recvs) {
   ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = tune_.sq_depth;
   ia.cap.max_recv_wr = tune_.rq_depth;
-  ia.cap.max_recv_sge = 1;
-  // Two send SGEs (zero-copy eager SENDs: headers + payload) and inline
-  // data, else what a device with less takes: either one alone, then neither.
-  for (auto [sge, inl] : {std::pair{2u, 256u}, {1u, 256u}, {2u, 0u}, {1u, 0u}}) {
-    ia.cap.max_send_sge = sge;
-    ia.cap.max_inline_data = inl;
-    c->qp = make ? make(&ia) : ibv_create_qp(dev_->pd, &ia);
+  // Two receive SGEs (recvSges), two send SGEs (zero-copy eager SENDs:
+  // headers + payload) and inline data, else what a device with less takes:
+  // one receive SGE, then either send feature alone, then neither.
+  for (uint32_t rsge : {2u, 1u}) {
+    ia.cap.max_recv_sge = rsge;
+    for (auto [sge, inl] : {std::pair{2u, 256u}, {1u, 256u}, {2u, 0u}, {1u, 0u}}) {
+      ia.cap.max_send_sge = sge;
+      ia.cap.max_inline_data = inl;
+      c->qp = make ? make(&ia) : ibv_create_qp(dev_->pd, &ia);
+      if (c->qp != nullptr) break;
+    }
     if (c->qp != nullptr) break;
   }
   if (c->qp == nullptr) return verbsError("ibv_create_qp", errno);
   max_inline_ = ia.cap.max_inline_data;
   c->two_sge = ia.cap.max_send_sge >= 2;
+  c->split_recv = ia.cap.max_recv_sge >= 2;
   c->qpn = c->qp->qp_num;
   c->psn = std::random_device()() & 0xffffff;
   Conn* raw = c.get();
@@ -155,7 +160,7 @@ Result<Conn*> VerbsBackend::newConn(const QpMaker& make, bool post_recvs) {
     dropConn(raw->qpn);
     return verbsError("ibv_modify_qp(INIT)", rc);
   }
-  raw->rbuf.resize(size_t{tune_.rq_depth} * tune_.recv_bytes);
+  raw->rbuf.resize(size_t{tune_.rq_depth} * (tune_.recv_bytes + (raw->split_recv ? kRecvHead : 0)));
   raw->sbuf.resize(size_t{tune_.sq_depth} * tune_.recv_bytes);
   raw->rmr = ibv_reg_mr(dev_->pd, raw->rbuf.data(), raw->rbuf.size(), IBV_ACCESS_LOCAL_WRITE);
   raw->smr = ibv_reg_mr(dev_->pd, raw->sbuf.data(), raw->sbuf.size(), 0);

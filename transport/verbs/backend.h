@@ -155,6 +155,18 @@ class VerbsBackend final : public Backend {
                         const void* data, size_t len);
   Work makeMsg(Conn& c, const MsgHdr& mh, std::span<const std::byte> header, const void* data);
   void queueWrite(Conn& c, RndvSendArgs a);
+  // Receive buffer `index` of c (Conn::split_recv): its first kRecvHead bytes
+  // land in a dense array of heads at the end of c.rbuf, the rest in the
+  // buffer past its first kRecvHead bytes. Small messages (compact ones,
+  // handshakes, adverts) thus fill consecutive slots of a few pages instead of
+  // a new 8 KiB buffer each: in the soft-RoCE guest every page a turn touches
+  // first costs qemu a software page walk (docs/perf.md, "Session 27").
+  // recvSges() fills sge[0..1] and returns how many; recvView() returns a
+  // received message's bytes contiguous (a longer one's head is copied in
+  // front of its rest).
+  static constexpr uint32_t kRecvHead = 256;
+  int recvSges(Conn& c, uint32_t index, ibv_sge* sge) const;
+  const char* recvView(Conn& c, uint32_t index, size_t len) const;
   void repost(Conn& c, uint32_t index);
   // Reposts c.to_repost in one chain (all of them: the rest of an error).
   void repostBatch(Conn& c);

@@ -61,7 +61,7 @@ struct Conn {
   uint32_t qpn = 0;
   PeerId peer = 0;
   ibv_qp* qp = nullptr;
-  std::vector<char> rbuf, sbuf;  // receive buffers, send bounce slots
+  std::vector<char> rbuf, sbuf;  // receive buffers (+ heads: split_recv), send bounce slots
   ibv_mr* rmr = nullptr;
   ibv_mr* smr = nullptr;
   std::vector<uint32_t> free_slots;
@@ -76,6 +76,7 @@ struct Conn {
   uint64_t posted = 0;           // send work requests posted (peerQps)
   uint64_t compact = 0;          // ... of which compact eager messages
   bool two_sge = false;          // the QP takes two send SGEs (zero-copy eager SENDs)
+  bool split_recv = false;       // two receive SGEs: heads apart (VerbsBackend::recvSges)
   CompactBase tx_base, rx_base;  // compact eager messages, each direction (compact.h)
   // Adverts (advert.cc). Records are counted in wire order both ways; the
   // data records (eager, kRts) this side posted that the peer may not have

@@ -130,20 +130,16 @@ uint64_t VerbsBackend::allocWork() {
 
 void VerbsBackend::repostBatch(Conn& c) {
   constexpr size_t kChain = 64;
-  ibv_sge sge[kChain];
+  ibv_sge sge[kChain][2];
   ibv_recv_wr wr[kChain];
   while (!c.to_repost.empty()) {
     size_t n = std::min(kChain, c.to_repost.size());
     const uint32_t* idx = c.to_repost.data() + c.to_repost.size() - n;
     for (size_t i = 0; i < n; ++i) {
-      sge[i] = ibv_sge{};
-      sge[i].addr = reinterpret_cast<uintptr_t>(c.rbuf.data() + size_t{idx[i]} * tune_.recv_bytes);
-      sge[i].length = tune_.recv_bytes;
-      sge[i].lkey = c.rmr->lkey;
       wr[i] = ibv_recv_wr{};
       wr[i].wr_id = kRecvBit | idx[i];
-      wr[i].sg_list = &sge[i];
-      wr[i].num_sge = 1;
+      wr[i].sg_list = sge[i];
+      wr[i].num_sge = recvSges(c, idx[i], sge[i]);
       wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;

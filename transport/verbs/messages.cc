@@ -115,7 +115,7 @@ void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
     }
     return;
   }
-  const char* buf = c.rbuf.data() + (wc.wr_id & 0xffffffffu) * size_t{tune_.recv_bytes};
+  const char* buf = recvView(c, static_cast<uint32_t>(wc.wr_id & 0xffffffffu), wc.byte_len);
   if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) {
     onCompact(c, buf, wc.byte_len, ntohl(wc.imm_data));
     return;

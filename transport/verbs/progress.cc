@@ -12,16 +12,36 @@
 
 namespace tictac::transport::verbs {
 
+int VerbsBackend::recvSges(Conn& c, uint32_t index, ibv_sge* sge) const {
+  char* buf = c.rbuf.data() + size_t{index} * tune_.recv_bytes;
+  if (!c.split_recv) {
+    sge[0] = ibv_sge{reinterpret_cast<uintptr_t>(buf), tune_.recv_bytes, c.rmr->lkey};
+    return 1;
+  }
+  char* head = c.rbuf.data() + size_t{tune_.rq_depth} * tune_.recv_bytes + size_t{index} * kRecvHead;
+  sge[0] = ibv_sge{reinterpret_cast<uintptr_t>(head), kRecvHead, c.rmr->lkey};
+  sge[1] = ibv_sge{reinterpret_cast<uintptr_t>(buf + kRecvHead), tune_.recv_bytes - kRecvHead,
+                   c.rmr->lkey};
+  return 2;
+}
+
+const char* VerbsBackend::recvView(Conn& c, uint32_t index, size_t len) const {
+  char* buf = c.rbuf.data() + size_t{index} * tune_.recv_bytes;
+  if (!c.split_recv) return buf;
+  const char* head = c.rbuf.data() + size_t{tune_.rq_depth} * tune_.recv_bytes +
+                     size_t{index} * kRecvHead;
+  if (len <= kRecvHead) return head;
+  std::memcpy(buf, head, kRecvHead);  // the rest follows it in place
+  return buf;
+}
+
 void VerbsBackend::repost(Conn& c, uint32_t index) {
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<uintptr_t>(c.rbuf.data() + size_t{index} * tune_.recv_bytes);
-  sge.length = tune_.recv_bytes;
-  sge.lkey = c.rmr->lkey;
+  ibv_sge sge[2];
   ibv_recv_wr wr{};
   ibv_recv_wr* bad = nullptr;
   wr.wr_id = kRecvBit | index;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  wr.sg_list = sge;
+  wr.num_sge = recvSges(c, index, sge);
   if (ibv_post_recv(c.qp, &wr, &bad) == 0) c.rq_posted++;
 }
 
