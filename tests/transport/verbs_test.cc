@@ -144,9 +144,10 @@ TEST(VerbsBackend, MessagesAroundTheReceiveHeadSplitLandIntact) {
       spin(p, 200);
       ASSERT_NO_FATAL_FAILURE(expectAll());
     }
-    ASSERT_TRUE(driveUntil(p, [&] {
+    auto allDone = [&] {
       return std::all_of(ops.begin(), ops.end(), [](const OpHandle& o) { return o->done(); });
-    })) << "stash " << stash;
+    };
+    ASSERT_TRUE(driveUntil(p, allDone)) << "stash " << stash;
     for (auto& o : ops) EXPECT_TRUE(o->status().isOk()) << o->status().toString();
     for (size_t i = 0; i < sizes.size(); ++i) {
       EXPECT_EQ(src[i], dst[i]) << sizes[i] << " bytes, stash " << stash;

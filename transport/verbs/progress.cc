@@ -12,14 +12,17 @@
 
 namespace tictac::transport::verbs {
 
+char* VerbsBackend::recvHead(Conn& c, uint32_t index) const {
+  return c.rbuf.data() + size_t{tune_.rq_depth} * tune_.recv_bytes + size_t{index} * kRecvHead;
+}
+
 int VerbsBackend::recvSges(Conn& c, uint32_t index, ibv_sge* sge) const {
   char* buf = c.rbuf.data() + size_t{index} * tune_.recv_bytes;
   if (!c.split_recv) {
     sge[0] = ibv_sge{reinterpret_cast<uintptr_t>(buf), tune_.recv_bytes, c.rmr->lkey};
     return 1;
   }
-  char* head = c.rbuf.data() + size_t{tune_.rq_depth} * tune_.recv_bytes + size_t{index} * kRecvHead;
-  sge[0] = ibv_sge{reinterpret_cast<uintptr_t>(head), kRecvHead, c.rmr->lkey};
+  sge[0] = ibv_sge{reinterpret_cast<uintptr_t>(recvHead(c, index)), kRecvHead, c.rmr->lkey};
   sge[1] = ibv_sge{reinterpret_cast<uintptr_t>(buf + kRecvHead), tune_.recv_bytes - kRecvHead,
                    c.rmr->lkey};
   return 2;
@@ -28,10 +31,8 @@ int VerbsBackend::recvSges(Conn& c, uint32_t index, ibv_sge* sge) const {
 const char* VerbsBackend::recvView(Conn& c, uint32_t index, size_t len) const {
   char* buf = c.rbuf.data() + size_t{index} * tune_.recv_bytes;
   if (!c.split_recv) return buf;
-  const char* head = c.rbuf.data() + size_t{tune_.rq_depth} * tune_.recv_bytes +
-                     size_t{index} * kRecvHead;
-  if (len <= kRecvHead) return head;
-  std::memcpy(buf, head, kRecvHead);  // the rest follows it in place
+  if (len <= kRecvHead) return recvHead(c, index);
+  std::memcpy(buf, recvHead(c, index), kRecvHead);  // the rest follows it in place
   return buf;
 }
 
