@@ -10,7 +10,7 @@
 // unlock), malloc (malloc(200) + free), clock (clock_gettime), page (a load
 // from one of 64 pages in turn). --thread starts an idle second thread first,
 // as tictac-perf has one (the peer monitor): glibc then takes its
-// multi-threaded paths. Exit 0, or 2 on bad usage.
+// multi-threaded paths. Exit 0 (also for -h/--help), or 2 on bad usage.
 #include <pthread.h>
 
 #include <atomic>
@@ -42,9 +42,31 @@ double nsPer(long iters, F&& body) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / iters;
 }
 
+constexpr const char* kUsage =
+    "usage: guest_ops [-n ITERS (1000..100000000)] [--thread] [--json]\n";
+
 int usage() {
-  std::fprintf(stderr, "usage: guest_ops [-n ITERS (1000..100000000)] [--thread] [--json]\n");
+  std::fputs(kUsage, stderr);
   return 2;
+}
+
+int help() {
+  std::fputs(kUsage, stdout);
+  std::puts(
+      "Prints what one operation of each kind costs now, in ns, on one line:\n"
+      "  alu     a dependent multiply-add\n"
+      "  call    an indirect call and its return\n"
+      "  atomic  a lock-prefixed fetch_add\n"
+      "  lock    pthread_mutex_trylock + unlock\n"
+      "  malloc  malloc(200) + free (iterations / 4)\n"
+      "  clock   clock_gettime(CLOCK_MONOTONIC) (iterations / 4)\n"
+      "  page    a load from one of 64 pages in turn\n"
+      "  -n ITERS  iterations of each kind (default 2000000)\n"
+      "  --thread  start an idle second thread first (glibc's multi-threaded paths)\n"
+      "  --json    one JSON object instead of name/value pairs\n"
+      "In the soft-RoCE guest the figures tell the host's fast and slow states\n"
+      "apart (docs/perf.md, \"Soft-RoCE / Session 28\").");
+  return 0;
 }
 
 }  // namespace
@@ -61,6 +83,8 @@ int main(int argc, char** argv) {
       thread = true;
     } else if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      return help();
     } else {
       return usage();
     }

@@ -1,5 +1,5 @@
-// bench/guest_ops: one figure per kind of operation, as text or JSON, and a
-// named usage error (exit 2) for bad arguments.
+// bench/guest_ops: one figure per kind of operation, as text or JSON, --help,
+// and a named usage error (exit 2) for bad arguments.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -46,6 +46,16 @@ TEST_F(GuestOps, TextIsNamePairsInOrder) {
   }
   std::string rest;
   EXPECT_FALSE(in >> rest) << "unexpected: " << rest;
+}
+
+TEST_F(GuestOps, HelpExplainsEveryKindAndExitsZero) {
+  for (const char* args : {"--help", "-h"}) {
+    auto r = dir_.run(kOps, args);
+    EXPECT_EQ(r.code, 0) << args;
+    EXPECT_EQ(r.out.rfind("usage: guest_ops", 0), 0u) << r.out;
+    for (const char* k : kKinds)
+      EXPECT_NE(r.out.find(std::string("  ") + k + " "), std::string::npos) << k;
+  }
 }
 
 TEST_F(GuestOps, BadUsageExitsTwoWithTheUsage) {
