@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,13 +28,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-__attribute__((noinline)) long stepA(long x) {
+__attribute__((noinline)) uint64_t stepA(uint64_t x) {
   return x * 3 + 1;
 }
-__attribute__((noinline)) long stepB(long x) {
+__attribute__((noinline)) uint64_t stepB(uint64_t x) {
   return x * 5 + 2;
 }
-long (*volatile g_steps[2])(long) = {stepA, stepB};
+uint64_t (*volatile g_steps[2])(uint64_t) = {stepA, stepB};
 
 template <class F>
 double nsPer(long iters, F&& body) {
@@ -96,8 +97,8 @@ int main(int argc, char** argv) {
       while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     });
   }
-  volatile long sink = 0;
-  long x = 1;
+  volatile uint64_t sink = 0;
+  uint64_t x = 1;  // unsigned: the ALU step wraps by design
   std::atomic<long> counter{0};
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   std::vector<char> pages(64 * 4096, 1);
@@ -116,13 +117,14 @@ int main(int argc, char** argv) {
       {"malloc", nsPer(iters / 4,
                        [&](long) {
                          void* p = std::malloc(200);
-                         *static_cast<volatile char*>(p) = 1;
+                         if (p != nullptr) *static_cast<volatile char*>(p) = 1;
                          std::free(p);
                        })},
       {"clock", nsPer(iters / 4, [&](long) { clock_gettime(CLOCK_MONOTONIC, &ts); })},
-      {"page", nsPer(iters, [&](long i) { x += pages[(i & 63) * 4096]; })},
+      {"page",
+       nsPer(iters, [&](long i) { x += static_cast<unsigned char>(pages[(i & 63) * 4096]); })},
   };
-  sink = x + counter.load();
+  sink = x + static_cast<uint64_t>(counter.load());
   (void)sink;
   stop = true;
   if (idle.joinable()) idle.join();
