@@ -165,6 +165,7 @@ class VerbsBackend final : public Backend {
   // received message's bytes contiguous (a longer one's head is copied in
   // front of its rest).
   static constexpr uint32_t kRecvHead = 256;
+  char* recvBuf(Conn& c, uint32_t index) const;   // receive buffer `index`
   char* recvHead(Conn& c, uint32_t index) const;  // head slot `index` (split_recv)
   int recvSges(Conn& c, uint32_t index, ibv_sge* sge) const;
   const char* recvView(Conn& c, uint32_t index, size_t len) const;

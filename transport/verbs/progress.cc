@@ -12,12 +12,16 @@
 
 namespace tictac::transport::verbs {
 
+char* VerbsBackend::recvBuf(Conn& c, uint32_t index) const {
+  return c.rbuf.data() + size_t{index} * tune_.recv_bytes;
+}
+
 char* VerbsBackend::recvHead(Conn& c, uint32_t index) const {
-  return c.rbuf.data() + size_t{tune_.rq_depth} * tune_.recv_bytes + size_t{index} * kRecvHead;
+  return recvBuf(c, tune_.rq_depth) + size_t{index} * kRecvHead;  // the heads follow the buffers
 }
 
 int VerbsBackend::recvSges(Conn& c, uint32_t index, ibv_sge* sge) const {
-  char* buf = c.rbuf.data() + size_t{index} * tune_.recv_bytes;
+  char* buf = recvBuf(c, index);
   if (!c.split_recv) {
     sge[0] = ibv_sge{reinterpret_cast<uintptr_t>(buf), tune_.recv_bytes, c.rmr->lkey};
     return 1;
@@ -29,7 +33,7 @@ int VerbsBackend::recvSges(Conn& c, uint32_t index, ibv_sge* sge) const {
 }
 
 const char* VerbsBackend::recvView(Conn& c, uint32_t index, size_t len) const {
-  char* buf = c.rbuf.data() + size_t{index} * tune_.recv_bytes;
+  char* buf = recvBuf(c, index);
   if (!c.split_recv) return buf;
   if (len <= kRecvHead) return recvHead(c, index);
   std::memcpy(buf, recvHead(c, index), kRecvHead);  // the rest follows it in place
