@@ -10,18 +10,8 @@
 //   it is released, in the thread that ran progress(), with nested progress()
 //   calls refused; an op without one that ends in a progress() round is
 //   finished there (complete()).
-// Send path (send_path.cc): scheduler.next() -> backend.post() -> the receiver
-// acks each chunk once its bytes are in place -> scheduler.ack(); a send
-// completes when every chunk is confirmed and every post finished. A chunk the
-// backend confirmsDelivery() for is flagged kFlagNoAck and confirmed by its
-// successful post completion or by an ack, whichever comes first (credited
-// once: SendOp::credited).
-// Receive path (recv_path.cc): validate the wire header, land the chunk in the
-// expected buffer (or keep it with the backend until expect()), ack it unless
-// it is flagged kFlagNoAck and landed (a kept or dropped chunk is always
-// acked). A dropped payload is released only after the control messages of
-// that progress pass left (release_after_ctrl_), so a nack reaches the sender
-// before the backend completes the sender's post of a rejected chunk.
+// Send path: send_path.cc; receive path: recv_path.cc; express (one-step
+// small sends and expects): express.cc. Each file's head says how it works.
 #pragma once
 
 #include <atomic>
@@ -114,8 +104,7 @@ class ContextImpl : public BackendEvents {
 
   explicit ContextImpl(const ContextOptions& options);
   OpHandle newHandle(uint64_t id);
-  // s's handle, made on first use (and copied to *s.user): an express send
-  // makes it after its post, so the allocation is not on the wire's path.
+  // s's handle, made on first use (an express send's: after its post), copied to *s.user.
   OpHandle& handleOf(Submission& s) {
     if (!s.handle) {
       s.handle = newHandle(s.id);
@@ -138,38 +127,21 @@ class ContextImpl : public BackendEvents {
   void startSend(Submission& s, bool at_once = false);
   // A send that never reached the engine's tables: queues its completion with st.
   void failSend(Submission& s, Status st);
-  // The express send (express.cc): a send of 1..express_bytes_ bytes into a
-  // context with no send in flight (the scheduler knows no op, no express
-  // send pending), unpaced, on a backend that posts from send() and
-  // confirms the delivery of such payloads. It is posted here as the
-  // tensor's only chunk (kFlagLast | kFlagNoAck) and held in express_ alone:
-  // no scheduler op, no send-key entry, no post record, and a registration
-  // lookup only above copiedPayloadMax (a failed one fails the send). Its
-  // backend completion (onSendDone) or a lost peer (failPeer) ends it with
-  // endExpress. It cannot be canceled (all handed, as any op whose last
-  // chunk was posted). False: take startSend().
+  // The express send: see express.cc. False: take startSend().
   bool startExpress(Submission& s);
   void endExpress(Status st);  // completes it with st (complete()); frees the slot
   // Posts an expect: into the express slot (xexpect_) when the slot is free
   // and nothing of the tensor arrived yet, else into recvs_/expect_index_
   // (and lands what the stash holds of it).
   void startExpect(Submission& s);
-  // The express expect (express.cc): the receiving half of a ping-pong. One
-  // expect at a time is held in xexpect_ alone, outside recvs_ and
-  // expect_index_ (no hash insert, lookup or erase). onData() lands a chunk
-  // for it here when the chunk is the whole tensor, in place, of the
-  // expected size: copied, acked unless kFlagNoAck, and finished. Anything
-  // else about it (another chunk shape, a size mismatch, an abort, its
-  // peer's loss, cancel()) first promotes it into the tables, whose regular
-  // path then handles it. True: landed and finished.
+  // The express expect: see express.cc. True: landed and finished.
   bool landExpress(const wire::Header& h, Incoming& in, Peer& peer);
   void promoteExpect();  // xexpect_ -> recvs_ and expect_index_ (none: no-op)
   bool isExpressExpect(const PeerKey& key) const { return xexpect_id_ != 0 && xexpect_.key == key; }
   void handleLostPeers();
   void failPeer(uint32_t peer, const Status& why);
-  // Hands the chunks the scheduler admits to the backend. Idle or
-  // window-bound: only clears the pacing deadline, inline (no call and no
-  // clock read on an empty progress pass).
+  // Hands the chunks the scheduler admits to the backend. Idle or window-bound:
+  // only clears the pacing deadline, inline (no call, no clock read).
   unsigned pump() {
     if (sched_->mayAdmit()) return pumpChunks();
     pace_retry_.store(INT64_MAX, std::memory_order_relaxed);
@@ -222,14 +194,11 @@ class ContextImpl : public BackendEvents {
   Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
   void tryFinishSend(uint64_t id);
-  // Ends a started op (tryFinishSend, tryFinishExpect, endExpress) with
-  // `st`: a handle without a callback is finished here when a progress
-  // round handles events (finish_inline_), since there is no user code to
-  // keep outside core_mu_ (Op::finish takes only Op::mu_, and never under it
-  // core_mu_), and counted in finished_inline_ (progress() reports it as
-  // work); anything else is queued for the round's callback pass (ready_).
-  // send(), expect(), cancel() and close() never finish an op themselves:
-  // they run with finish_inline_ false.
+  // Ends a started op with `st`. Without a callback, inside a progress round
+  // (finish_inline_), it is finished here (no user code to keep outside
+  // core_mu_; Op::finish takes only Op::mu_, never under it core_mu_) and
+  // counted in finished_inline_; else queued for the callback pass (ready_).
+  // send(), expect(), cancel() and close() run with finish_inline_ false.
   void complete(OpHandle& h, Completion& cb, Status st) {
     if (finish_inline_ && !cb) {
       h->finish(st);

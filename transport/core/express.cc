@@ -9,6 +9,24 @@
 // microsecond a turn (docs/perf.md, "Session 18"; up to kInlineMax since
 // session 19). Nothing else is in flight then, so nothing can be overtaken:
 // no scheduling decision is skipped, only its bookkeeping.
+//
+// startExpress(): a send of 1..express_bytes_ bytes into a context with no
+// send in flight (the scheduler knows no op, no express send pending),
+// unpaced, on a backend that posts from send() and confirms the delivery of
+// such payloads. It is posted here as the tensor's only chunk (kFlagLast |
+// kFlagNoAck) and held in express_ alone: no scheduler op, no send-key entry,
+// no post record, and a registration lookup only above copiedPayloadMax (a
+// failed one fails the send). Its backend completion (onSendDone) or a lost
+// peer (failPeer) ends it with endExpress. It cannot be canceled (all handed,
+// as any op whose last chunk was posted). False: take startSend().
+//
+// landExpress(): the receiving half of a ping-pong. One expect at a time is
+// held in xexpect_ alone, outside recvs_ and expect_index_ (no hash insert,
+// lookup or erase). onData() lands a chunk for it here when the chunk is the
+// whole tensor, in place, of the expected size: copied, acked unless
+// kFlagNoAck, and finished. Anything else about it (another chunk shape, a
+// size mismatch, an abort, its peer's loss, cancel()) first promotes it into
+// the tables, whose regular path then handles it. True: landed and finished.
 #include <cstring>
 
 #include "transport/core/context_impl.h"

@@ -1,4 +1,11 @@
 // Receive path: header validation, landing chunks, stash, acks (progress context).
+//
+// Validate the wire header, land the chunk in the expected buffer (or keep it
+// with the backend until expect()), ack it unless it is flagged kFlagNoAck and
+// landed (a kept or dropped chunk is always acked). A dropped payload is
+// released only after the control messages of that progress pass left
+// (release_after_ctrl_), so a nack reaches the sender before the backend
+// completes the sender's post of a rejected chunk.
 #include <algorithm>
 #include <cstring>
 

@@ -1,4 +1,10 @@
 // Send path: scheduler -> backend posts, acks, nacks, failures (progress context).
+//
+// scheduler.next() -> backend.post() -> the receiver acks each chunk once its
+// bytes are in place -> scheduler.ack(); a send completes when every chunk is
+// confirmed and every post finished. A chunk the backend confirmsDelivery()
+// for is flagged kFlagNoAck and confirmed by its successful post completion or
+// by an ack, whichever comes first (credited once: SendOp::credited).
 #include <cstring>
 
 #include "transport/core/context_impl.h"
