@@ -1,10 +1,9 @@
 // bridge/capi.cc: the C ABI (tictac/tictac.h) over the C++ transport API.
-#include "tictac/tictac.h"
-
 #include <cstring>
 #include <string>
 
 #include "tictac/schedule_hints.h"
+#include "tictac/tictac.h"
 #include "tictac/transport/context.h"
 
 using namespace tictac::transport;
@@ -54,7 +53,8 @@ Status loadHints(const tictac_options_t& c, ContextOptions& opts) {
       tictac::sched::Graph g = tictac::sched::loadGraph(c.graph);
       opts.hints = tictac::makeScheduleHints(g, c.analyzer != nullptr ? c.analyzer : "tac");
     } catch (const tictac::sched::InputError& e) {
-      return Status(StatusCode::kInvalidArgument, std::string("graph ") + c.graph + ": " + e.what());
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("graph ") + c.graph + ": " + e.what());
     } catch (const std::exception& e) {
       return Status(StatusCode::kIoError, std::string("graph ") + c.graph + ": " + e.what());
     }
@@ -74,8 +74,12 @@ int giveOp(Result<OpHandle>& r, tictac_op_t** out) {
 
 extern "C" {
 
-const char* tictac_strerror(int code) { return statusName(static_cast<StatusCode>(code)); }
-const char* tictac_last_error(void) { return t_last_error.c_str(); }
+const char* tictac_strerror(int code) {
+  return statusName(static_cast<StatusCode>(code));
+}
+const char* tictac_last_error(void) {
+  return t_last_error.c_str();
+}
 
 int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
   if (out == nullptr) return badArg("out is NULL");
@@ -105,13 +109,21 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
   return TICTAC_OK;
 }
 
-void tictac_context_destroy(tictac_context_t* ctx) { delete ctx; }
-unsigned tictac_progress(tictac_context_t* ctx) { return ctx ? ctx->ctx->progress() : 0; }
+void tictac_context_destroy(tictac_context_t* ctx) {
+  delete ctx;
+}
+unsigned tictac_progress(tictac_context_t* ctx) {
+  return ctx ? ctx->ctx->progress() : 0;
+}
 unsigned tictac_progress_wait(tictac_context_t* ctx, unsigned timeout_us) {
   return ctx ? ctx->ctx->progress(std::chrono::microseconds(timeout_us)) : 0;
 }
-int tictac_event_fd(tictac_context_t* ctx) { return ctx ? ctx->ctx->eventFd() : -1; }
-int tictac_arm(tictac_context_t* ctx) { return ctx && ctx->ctx->arm() ? 1 : 0; }
+int tictac_event_fd(tictac_context_t* ctx) {
+  return ctx ? ctx->ctx->eventFd() : -1;
+}
+int tictac_arm(tictac_context_t* ctx) {
+  return ctx && ctx->ctx->arm() ? 1 : 0;
+}
 
 int tictac_register_memory(tictac_context_t* ctx, const void* addr, size_t len) {
   if (ctx == nullptr) return badArg("context is NULL");
@@ -131,7 +143,9 @@ int tictac_listen(tictac_context_t* ctx, uint16_t port, tictac_listener_t** out)
   return TICTAC_OK;
 }
 
-uint16_t tictac_listener_port(const tictac_listener_t* l) { return l ? l->listener->port() : 0; }
+uint16_t tictac_listener_port(const tictac_listener_t* l) {
+  return l ? l->listener->port() : 0;
+}
 
 int tictac_accept(tictac_listener_t* l, int timeout_ms, tictac_channel_t** out) {
   if (l == nullptr || out == nullptr) return badArg("listener or out is NULL");
@@ -141,7 +155,9 @@ int tictac_accept(tictac_listener_t* l, int timeout_ms, tictac_channel_t** out) 
   return TICTAC_OK;
 }
 
-void tictac_listener_destroy(tictac_listener_t* l) { delete l; }
+void tictac_listener_destroy(tictac_listener_t* l) {
+  delete l;
+}
 
 int tictac_connect(tictac_context_t* ctx, const char* host, uint16_t port, tictac_channel_t** out) {
   if (ctx == nullptr || host == nullptr || out == nullptr) return badArg("NULL argument");
@@ -179,7 +195,9 @@ int tictac_cancel(tictac_channel_t* ch, tictac_op_t* op) {
   return ch->ch->cancel(op->op) ? 1 : 0;
 }
 
-int tictac_op_test(const tictac_op_t* op) { return op != nullptr && op->op->done() ? 1 : 0; }
+int tictac_op_test(const tictac_op_t* op) {
+  return op != nullptr && op->op->done() ? 1 : 0;
+}
 
 int tictac_op_wait(tictac_op_t* op, int timeout_ms) {
   if (op == nullptr) return badArg("op is NULL");
@@ -187,6 +205,8 @@ int tictac_op_wait(tictac_op_t* op, int timeout_ms) {
   return s ? TICTAC_OK : fail(s);
 }
 
-void tictac_op_release(tictac_op_t* op) { delete op; }
+void tictac_op_release(tictac_op_t* op) {
+  delete op;
+}
 
 }  // extern "C"

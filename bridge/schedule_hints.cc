@@ -4,8 +4,7 @@
 
 namespace tictac {
 
-ScheduleHintProvider::ScheduleHintProvider(const sched::Schedule& schedule)
-    : algo_(schedule.algo) {
+ScheduleHintProvider::ScheduleHintProvider(const sched::Schedule& schedule) : algo_(schedule.algo) {
   by_name_.reserve(schedule.entries.size());
   by_id_.reserve(schedule.entries.size());
   for (const auto& e : schedule.entries) {

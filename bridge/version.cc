@@ -2,8 +2,12 @@
 
 namespace tictac {
 
-const char* versionString() { return TICTAC_VERSION; }
+const char* versionString() {
+  return TICTAC_VERSION;
+}
 
-const char* buildFeatures() { return TICTAC_FEATURES; }
+const char* buildFeatures() {
+  return TICTAC_FEATURES;
+}
 
 }  // namespace tictac

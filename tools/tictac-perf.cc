@@ -33,8 +33,11 @@ size_t parseSize(const char* flag, const std::string& text, uint64_t min) {
   const size_t digits = text.find_first_not_of("0123456789.");
   const std::string num = text.substr(0, digits),
                     suf = digits == std::string::npos ? "" : text.substr(digits);
-  double mul = suf.empty() ? 1 : suf == "K" || suf == "k" ? 1024 : suf == "M" || suf == "m" ? 1 << 20
-               : suf == "G" || suf == "g" ? double(1u << 30) : -1;
+  double mul = suf.empty()                ? 1
+               : suf == "K" || suf == "k" ? 1024
+               : suf == "M" || suf == "m" ? 1 << 20
+               : suf == "G" || suf == "g" ? double(1u << 30)
+                                          : -1;
   size_t pos = 0;
   double v = -1;
   try {
@@ -78,25 +81,33 @@ int main(int argc, char** argv) {
   FILE* out = ::fdopen(out_fd, "w");
   Options o;
   std::string size_s, window_s, chunk_s, bulk_s;
-  CLI::App app{"tictac-perf: bandwidth, latency and priority benchmark of the tictac channel.\n"
-               "Server when no SERVER is given (serves one session, then exits 0)."};
-  app.add_option("--backend", o.backend, "ucx or verbs (verbs without a device: exit 1, no fallback)")
-      ->check(CLI::IsMember({"ucx", "verbs"}))->capture_default_str();
-  app.add_option("--test", o.test, "bw | lat | prio")->check(CLI::IsMember({"bw", "lat", "prio"}))
+  CLI::App app{
+      "tictac-perf: bandwidth, latency and priority benchmark of the tictac channel.\n"
+      "Server when no SERVER is given (serves one session, then exits 0)."};
+  app.add_option("--backend", o.backend,
+                 "ucx or verbs (verbs without a device: exit 1, no fallback)")
+      ->check(CLI::IsMember({"ucx", "verbs"}))
       ->capture_default_str();
-  auto* s_opt = app.add_option("-s,--size", size_s, "message size in bytes, 1 .. 1G, K/M/G suffix "
+  app.add_option("--test", o.test, "bw | lat | prio")
+      ->check(CLI::IsMember({"bw", "lat", "prio"}))
+      ->capture_default_str();
+  auto* s_opt = app.add_option("-s,--size", size_s,
+                               "message size in bytes, 1 .. 1G, K/M/G suffix "
                                "allowed (default 65536 for bw and prio, 2 for lat)");
   app.add_flag("-a,--all", o.all, "all sizes 2 B .. 8 MiB (powers of two)")->excludes(s_opt);
-  app.add_option("-n,--iters", o.iters, "iterations (default: 2000 for lat and prio; bw: about "
+  app.add_option("-n,--iters", o.iters,
+                 "iterations (default: 2000 for lat and prio; bw: about "
                  "one second of data at the measured rate; at most 10^8)")
       ->check(tictac::tools::unsignedInteger())
       ->check(CLI::Range(size_t{0}, kMaxIters));
-  app.add_option("--warmup", o.warmup, "bw: untimed sends before timing, as perftest does "
+  app.add_option("--warmup", o.warmup,
+                 "bw: untimed sends before timing, as perftest does "
                  "(default: a tenth of -n)")
       ->check(tictac::tools::unsignedInteger())
       ->check(CLI::Range(int64_t{0}, int64_t{kMaxIters}));
   bool no_huge = false;
-  app.add_flag("--no-huge-pages", no_huge, "allocate the benchmark's buffers on 4 KiB pages "
+  app.add_flag("--no-huge-pages", no_huge,
+               "allocate the benchmark's buffers on 4 KiB pages "
                "(default: 2 MiB aligned, advised to use transparent huge pages)");
   app.add_option("--window", window_s,
                  "scheduler window, bytes in flight (0 or unset: library's; at most 1G)");
@@ -114,8 +125,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     Buffer::huge_pages = !no_huge;
     if (!o.server.empty() && o.port == 0) {
-      throw std::invalid_argument("--port 0 (any free port) is for a server; a client needs the "
-                                  "server's port");
+      throw std::invalid_argument(
+          "--port 0 (any free port) is for a server; a client needs the "
+          "server's port");
     }
     if (s_opt->count() > 0) o.size = parseSize("--size", size_s, 1);
     if (app.count("--window") > 0) o.window = parseSize("--window", window_s, 0);

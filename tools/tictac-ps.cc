@@ -33,10 +33,14 @@ std::string selfPath(const char* argv0) {
 }
 
 // One run of the whole job; the report, or an error string.
-bool runOnce(const std::string& self, const Config& c, double timeout, json& report, json* trace, std::string& err) {
+bool runOnce(const std::string& self, const Config& c, double timeout, json& report, json* trace,
+             std::string& err) {
   Job job(c);
   RunOutput out = launch(self, c, timeout);
-  if (!out.error.empty()) { err = out.error; return false; }
+  if (!out.error.empty()) {
+    err = out.error;
+    return false;
+  }
   report = buildReport(job, out, trace);
   return true;
 }
@@ -49,11 +53,13 @@ json autotune(const std::string& self, Config c, double timeout, std::string& er
   c.trace_iteration = UINT32_MAX;
   auto measure = [&](size_t chunk, size_t window, double& us) {
     Config t = c;
-    t.chunk_bytes = chunk; t.window_bytes = window;
+    t.chunk_bytes = chunk;
+    t.window_bytes = window;
     json r;
     if (!runOnce(self, t, timeout, r, nullptr, err)) return false;
     us = r["iteration_us"]["mean"];
-    std::cerr << "tictac-ps: autotune chunk " << chunk << " window " << window << ": " << us / 1e3 << " ms\n";
+    std::cerr << "tictac-ps: autotune chunk " << chunk << " window " << window << ": " << us / 1e3
+              << " ms\n";
     return true;
   };
   double base = 0, best = 0;
@@ -63,15 +69,27 @@ json autotune(const std::string& self, Config c, double timeout, std::string& er
   for (size_t chunk : {size_t{128} << 10, size_t{1} << 20}) {
     double us = 0;
     if (!measure(chunk, bw, us)) return {};
-    if (us < best) { best = us; bc = chunk; }
+    if (us < best) {
+      best = us;
+      bc = chunk;
+    }
   }
   for (size_t window : {bc * 2, size_t{4} << 20}) {
     double us = 0;
-    if (window == bw || !measure(bc, window, us)) { if (!err.empty()) return {}; continue; }
-    if (us < best) { best = us; bw = window; }
+    if (window == bw || !measure(bc, window, us)) {
+      if (!err.empty()) return {};
+      continue;
+    }
+    if (us < best) {
+      best = us;
+      bw = window;
+    }
   }
-  return {{"chunk_bytes", bc}, {"window_bytes", bw}, {"default_iteration_us", base},
-          {"chosen_iteration_us", best}, {"gain", base > 0 ? (base - best) / base : 0},
+  return {{"chunk_bytes", bc},
+          {"window_bytes", bw},
+          {"default_iteration_us", base},
+          {"chosen_iteration_us", best},
+          {"gain", base > 0 ? (base - best) / base : 0},
           {"iterations_per_setting", c.iterations}};
 }
 
@@ -85,25 +103,49 @@ int main(int argc, char** argv) {
   double timeout = 600;
   CLI::App app{"tictac-ps: parameter server and workers over the tictac transport"};
   app.add_option("graph", c.graph, "model graph (.json interchange format or .onnx)")->required();
-  app.add_option("--mode", c.mode, "inference or training")->check(CLI::IsMember({"inference", "training"}));
+  app.add_option("--mode", c.mode, "inference or training")
+      ->check(CLI::IsMember({"inference", "training"}));
   app.add_option("--workers", c.workers, "number of workers")->check(CLI::Range(1, 64));
-  app.add_option("--ps", c.ps, "number of parameter servers (sharded as tictac-sim shards)")->check(CLI::Range(1, 64));
+  app.add_option("--ps", c.ps, "number of parameter servers (sharded as tictac-sim shards)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--iterations", c.iterations, "iterations to run")->check(CLI::Range(1, 100000));
-  app.add_option("--order", c.order, "random (each worker its own order every iteration), fifo, tic, tac, reverse, or a name<TAB>priority file");
-  app.add_option("--seed", c.seed, "seed of --order random: worker w, iteration k uses seed+w*iterations+k")->check(tictac::tools::unsignedInteger());
-  app.add_option("--backend", c.backend, "ucx or verbs (verbs: soft-RoCE guest only)")->check(CLI::IsMember({"ucx", "verbs"}));
-  app.add_option("--rate-gbps", c.rate_gbps, "link rate: the scheduler paces every sender to it (loopback emulation), and tictac-sim's prediction uses it; 0 = unpaced")->check(tictac::tools::finiteNumber(false));
-  app.add_option("--compute-scale", c.compute_scale, "multiplies every op's time_us (compute is a sleep)")->check(tictac::tools::finiteNumber(false));
-  app.add_option("--bwd-factor", c.bwd_factor, "training: backward time = factor x forward time (tictac-sim's default 2)")->check(tictac::tools::finiteNumber(false));
-  app.add_option("--chunk", c.chunk_bytes, "transport chunk size in bytes (0 = library default)")->check(tictac::tools::unsignedInteger());
-  app.add_option("--window", c.window_bytes, "transport in-flight window in bytes (0 = library default)")->check(tictac::tools::unsignedInteger());
-  app.add_option("--port", c.port, "PS i listens on port + i")->check(tictac::tools::unsignedInteger());
-  app.add_option("--trace-iteration", c.trace_iteration, "the iteration --trace shows")->check(tictac::tools::unsignedInteger());
+  app.add_option("--order", c.order,
+                 "random (each worker its own order every iteration), fifo, tic, tac, reverse, or "
+                 "a name<TAB>priority file");
+  app.add_option("--seed", c.seed,
+                 "seed of --order random: worker w, iteration k uses seed+w*iterations+k")
+      ->check(tictac::tools::unsignedInteger());
+  app.add_option("--backend", c.backend, "ucx or verbs (verbs: soft-RoCE guest only)")
+      ->check(CLI::IsMember({"ucx", "verbs"}));
+  app.add_option("--rate-gbps", c.rate_gbps,
+                 "link rate: the scheduler paces every sender to it (loopback emulation), and "
+                 "tictac-sim's prediction uses it; 0 = unpaced")
+      ->check(tictac::tools::finiteNumber(false));
+  app.add_option("--compute-scale", c.compute_scale,
+                 "multiplies every op's time_us (compute is a sleep)")
+      ->check(tictac::tools::finiteNumber(false));
+  app.add_option("--bwd-factor", c.bwd_factor,
+                 "training: backward time = factor x forward time (tictac-sim's default 2)")
+      ->check(tictac::tools::finiteNumber(false));
+  app.add_option("--chunk", c.chunk_bytes, "transport chunk size in bytes (0 = library default)")
+      ->check(tictac::tools::unsignedInteger());
+  app.add_option("--window", c.window_bytes,
+                 "transport in-flight window in bytes (0 = library default)")
+      ->check(tictac::tools::unsignedInteger());
+  app.add_option("--port", c.port, "PS i listens on port + i")
+      ->check(tictac::tools::unsignedInteger());
+  app.add_option("--trace-iteration", c.trace_iteration, "the iteration --trace shows")
+      ->check(tictac::tools::unsignedInteger());
   app.add_flag("--json", json_out, "print the report as one JSON object on stdout");
-  app.add_option("--trace", trace, "write a Chrome trace of one iteration (network and compute lanes per worker)");
-  app.add_flag("--autotune", tune, "search chunk size and window over short runs first; report the choice and its gain over the defaults");
-  app.add_option("--timeout", timeout, "launcher: kill the roles after this many seconds")->check(tictac::tools::finiteNumber(true));
-  app.add_option("--role", role, "run one role: ps or worker (default: launch all locally)")->check(CLI::IsMember({"ps", "worker"}));
+  app.add_option("--trace", trace,
+                 "write a Chrome trace of one iteration (network and compute lanes per worker)");
+  app.add_flag("--autotune", tune,
+               "search chunk size and window over short runs first; report the choice and its gain "
+               "over the defaults");
+  app.add_option("--timeout", timeout, "launcher: kill the roles after this many seconds")
+      ->check(tictac::tools::finiteNumber(true));
+  app.add_option("--role", role, "run one role: ps or worker (default: launch all locally)")
+      ->check(CLI::IsMember({"ps", "worker"}));
   app.add_option("--rank", rank, "rank of --role")->check(tictac::tools::unsignedInteger());
   app.add_option("--peers", peers, "--role: host:port of every PS, comma separated");
   app.add_flag("--shaped", c.shaped, "links are shaped outside (netns + tbf): no pacing");
@@ -117,12 +159,22 @@ int main(int argc, char** argv) {
     if (!role.empty()) {
       std::stringstream ss(peers);
       for (std::string p; std::getline(ss, p, ',');) {
-        std::string h; uint16_t port;
-        if (!splitPeer(p, h, port)) { std::cerr << "tictac-ps: bad --peers entry '" << p << "'\n"; return 2; }
+        std::string h;
+        uint16_t port;
+        if (!splitPeer(p, h, port)) {
+          std::cerr << "tictac-ps: bad --peers entry '" << p << "'\n";
+          return 2;
+        }
         c.peers.push_back(p);
       }
-      if (role == "worker" && c.peers.size() != c.ps) { std::cerr << "tictac-ps: --peers needs " << c.ps << " entries\n"; return 2; }
-      if (rank >= (role == "ps" ? c.ps : c.workers)) { std::cerr << "tictac-ps: --rank out of range\n"; return 2; }
+      if (role == "worker" && c.peers.size() != c.ps) {
+        std::cerr << "tictac-ps: --peers needs " << c.ps << " entries\n";
+        return 2;
+      }
+      if (rank >= (role == "ps" ? c.ps : c.workers)) {
+        std::cerr << "tictac-ps: --rank out of range\n";
+        return 2;
+      }
       Job job(c);
       return role == "ps" ? runServer(job, rank) : runWorker(job, rank);
     }
@@ -133,8 +185,12 @@ int main(int argc, char** argv) {
     json tuned;
     if (tune) {
       tuned = autotune(self, c, timeout, err);
-      if (!err.empty()) { std::cerr << "tictac-ps: " << err << "\n"; return 1; }
-      c.chunk_bytes = tuned["chunk_bytes"]; c.window_bytes = tuned["window_bytes"];
+      if (!err.empty()) {
+        std::cerr << "tictac-ps: " << err << "\n";
+        return 1;
+      }
+      c.chunk_bytes = tuned["chunk_bytes"];
+      c.window_bytes = tuned["window_bytes"];
     }
     json report, tr;
     if (!runOnce(self, c, timeout, report, trace.empty() ? nullptr : &tr, err)) {
@@ -146,12 +202,18 @@ int main(int argc, char** argv) {
       std::ofstream f(trace, std::ios::binary | std::ios::trunc);
       f << tr.dump();
       f.close();  // a write error may show only when the buffer is flushed
-      if (!f) { std::cerr << "tictac-ps: cannot write " << trace << "\n"; return 1; }
+      if (!f) {
+        std::cerr << "tictac-ps: cannot write " << trace << "\n";
+        return 1;
+      }
     }
     std::cerr << tableHeader() << "\n" << tableRow(report) << "\n";
     if (tune) std::cerr << "autotune: " << tuned.dump() << "\n";
     if (json_out) std::cout << report.dump() << "\n" << std::flush;
-    if (!std::cout) { std::cerr << "tictac-ps: cannot write the report to stdout\n"; return 1; }
+    if (!std::cout) {
+      std::cerr << "tictac-ps: cannot write the report to stdout\n";
+      return 1;
+    }
     return tableRow(report).find("FAILED") == std::string::npos ? 0 : 1;
   } catch (const tictac::sched::InputError& e) {
     std::cerr << "tictac-ps: " << e.what() << "\n";

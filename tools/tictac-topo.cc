@@ -6,11 +6,10 @@
 #include <infiniband/verbs.h>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -39,9 +38,15 @@ std::vector<std::string> rdmaDevices() {
   return names;
 }
 
-std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
-json numaJson(int node) { return node < 0 ? json("unknown") : json(node); }
-std::string numaText(int node) { return node < 0 ? "unknown" : std::to_string(node); }
+std::string orDash(const std::string& s) {
+  return s.empty() ? "-" : s;
+}
+json numaJson(int node) {
+  return node < 0 ? json("unknown") : json(node);
+}
+std::string numaText(int node) {
+  return node < 0 ? "unknown" : std::to_string(node);
+}
 
 // The library binds its progress thread to the local CPUs by itself
 // (progress_cpus "auto"); TICTAC_PROGRESS_CPUS=N narrows it to one CPU.
@@ -58,14 +63,16 @@ std::string bindHint(const topo::Placement& p, int cpu) {
            topo::formatCpuList(p.cpus) + ")";
   }
   return "no device locality (the library leaves its progress thread unbound): keep it off the "
-         "compute cores, e.g. " + one;
+         "compute cores, e.g. " +
+         one;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tictac-topo: NUMA node, local CPUs, GPUs and PCI neighbours of every RDMA device, "
-               "and the recommended bindings (hwloc)."};
+  CLI::App app{
+      "tictac-topo: NUMA node, local CPUs, GPUs and PCI neighbours of every RDMA device, "
+      "and the recommended bindings (hwloc)."};
   app.footer(kRecords);
   bool asJson = false;
   std::vector<std::string> only;
@@ -97,8 +104,11 @@ int main(int argc, char** argv) {
     std::cout << (asJson ? j.dump() : tsv) << "\n";
   };
 
-  emit({{"kind", "host"}, {"cores", t->cores()}, {"cpus", topo::formatCpuList(all)},
-        {"pci_discovery", pci}, {"rdma_devices", devices.size()}},
+  emit({{"kind", "host"},
+        {"cores", t->cores()},
+        {"cpus", topo::formatCpuList(all)},
+        {"pci_discovery", pci},
+        {"rdma_devices", devices.size()}},
        "host\t" + std::to_string(t->cores()) + "\t" + topo::formatCpuList(all) + "\t" +
            (pci ? "yes" : "no") + "\t" + std::to_string(devices.size()));
   std::fprintf(stderr, "host: %d cores, CPUs %s, PCI discovery %s\n", t->cores(),
@@ -110,7 +120,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "  NUMA node %d: CPUs %s\n", n.index, cpus.c_str());
   }
   for (const auto& g : t->gpus()) {
-    emit({{"kind", "gpu"}, {"name", g.name}, {"numa_node", numaJson(g.numaNode)}, {"pci_busid", g.pciBusId}},
+    emit({{"kind", "gpu"},
+          {"name", g.name},
+          {"numa_node", numaJson(g.numaNode)},
+          {"pci_busid", g.pciBusId}},
          "gpu\t" + g.name + "\t" + numaText(g.numaNode) + "\t" + orDash(g.pciBusId));
     std::fprintf(stderr, "  GPU %s (%s) on NUMA node %s\n", g.name.c_str(), g.pciBusId.c_str(),
                  numaText(g.numaNode).c_str());
@@ -145,16 +158,23 @@ int main(int argc, char** argv) {
       return s;
     };
     const std::string cpus = topo::formatCpuList(p.cpus), hint = bindHint(p, cpu);
-    json j = {{"kind", "device"}, {"device", d}, {"numa_node", numaJson(p.numaNode)},
-              {"local_cpus", cpus}, {"pci_busid", p.pciBusId}, {"progress_cpu", cpu},
+    json j = {{"kind", "device"},
+              {"device", d},
+              {"numa_node", numaJson(p.numaNode)},
+              {"local_cpus", cpus},
+              {"pci_busid", p.pciBusId},
+              {"progress_cpu", cpu},
               {"membind_node", p.numaNode < 0 ? json(nullptr) : json(p.numaNode)},
-              {"gpus", gpuJson}, {"pci_neighbours", nearJson}, {"recommended", hint}};
+              {"gpus", gpuJson},
+              {"pci_neighbours", nearJson},
+              {"recommended", hint}};
     if (!p.note.empty()) j["note"] = p.note;
     emit(j, "device\t" + d + "\t" + numaText(p.numaNode) + "\t" + orDash(cpus) + "\t" +
                 orDash(p.pciBusId) + "\t" + std::to_string(cpu) + "\t" + orDash(join(gpuNames)) +
                 "\t" + orDash(join(near)));
-    std::fprintf(stderr, "%-10s %-8s %-12s %-13s %-9d %s\n", d.c_str(), numaText(p.numaNode).c_str(),
-                 orDash(cpus).c_str(), orDash(p.pciBusId).c_str(), cpu, orDash(join(near)).c_str());
+    std::fprintf(stderr, "%-10s %-8s %-12s %-13s %-9d %s\n", d.c_str(),
+                 numaText(p.numaNode).c_str(), orDash(cpus).c_str(), orDash(p.pciBusId).c_str(),
+                 cpu, orDash(join(near)).c_str());
     if (!p.note.empty()) std::fprintf(stderr, "  %s: %s\n", d.c_str(), p.note.c_str());
     std::fprintf(stderr, "  recommended: %s\n", hint.c_str());
   }

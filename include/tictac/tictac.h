@@ -44,10 +44,10 @@ typedef struct tictac_op tictac_op_t;
  * fields you need; 0 / NULL fields take the library defaults. */
 typedef struct tictac_options {
   size_t struct_size;
-  const char* backend;        /* "ucx" (default) or "verbs" */
-  const char* ucx_tls;        /* UCX_TLS for this context, e.g. "shm", "tcp" */
+  const char* backend;         /* "ucx" (default) or "verbs" */
+  const char* ucx_tls;         /* UCX_TLS for this context, e.g. "shm", "tcp" */
   const char* ucx_net_devices; /* UCX_NET_DEVICES, e.g. "lo" */
-  int progress_thread;        /* non-zero: run progress on an internal thread */
+  int progress_thread;         /* non-zero: run progress on an internal thread */
   uint64_t job_token;
   size_t chunk_bytes;
   size_t window_bytes;
@@ -114,8 +114,7 @@ int tictac_listen(tictac_context_t* ctx, uint16_t port, tictac_listener_t** out)
 uint16_t tictac_listener_port(const tictac_listener_t* listener);
 int tictac_accept(tictac_listener_t* listener, int timeout_ms, tictac_channel_t** out);
 void tictac_listener_destroy(tictac_listener_t* listener);
-int tictac_connect(tictac_context_t* ctx, const char* host, uint16_t port,
-                   tictac_channel_t** out);
+int tictac_connect(tictac_context_t* ctx, const char* host, uint16_t port, tictac_channel_t** out);
 /* Closes the channel (pending ops fail with TICTAC_CANCELED). */
 void tictac_channel_destroy(tictac_channel_t* channel);
 

@@ -15,7 +15,11 @@ int runC(const std::string& tls) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-TEST(CApi, ProgramPassesOverTcp) { EXPECT_EQ(runC("tcp"), 0); }
-TEST(CApi, ProgramPassesOverShm) { EXPECT_EQ(runC("shm"), 0); }
+TEST(CApi, ProgramPassesOverTcp) {
+  EXPECT_EQ(runC("tcp"), 0);
+}
+TEST(CApi, ProgramPassesOverShm) {
+  EXPECT_EQ(runC("shm"), 0);
+}
 
 }  // namespace

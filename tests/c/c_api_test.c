@@ -135,8 +135,11 @@ int main(int argc, char** argv) {
     unsigned char* dst = calloc(n + 1, 1);
     for (size_t k = 0; k < n; ++k) src[k] = (unsigned char)(k * 7 + i);
     tictac_op_t *e = NULL, *s = NULL;
-    CHECK(tictac_expect(ba, (uint64_t)i, 0, dst, n, on_done, &fired[2 * i], &e) == TICTAC_OK, "expect");
-    CHECK(tictac_send(ab, (uint64_t)i, 0, "t", src, n, i, on_done, &fired[2 * i + 1], &s) == TICTAC_OK, "send");
+    CHECK(tictac_expect(ba, (uint64_t)i, 0, dst, n, on_done, &fired[2 * i], &e) == TICTAC_OK,
+          "expect");
+    CHECK(tictac_send(ab, (uint64_t)i, 0, "t", src, n, i, on_done, &fired[2 * i + 1], &s) ==
+              TICTAC_OK,
+          "send");
     CHECK(tictac_op_wait(s, 30000) == TICTAC_OK, "send %zu", n);
     CHECK(tictac_op_wait(e, 30000) == TICTAC_OK, "expect %zu", n);
     CHECK(tictac_op_test(s) == 1 && tictac_op_test(e) == 1, "test");

@@ -38,8 +38,9 @@ std::string writeChainGraph() {
 }
 
 json run(const std::string& args, int& status) {
-  std::string cmd = std::string(TICTAC_SOURCE_ROOT) + "/tools/netns-cluster --nodes 3 --rate-gbps 1 -- " +
-                    TICTAC_BUILD_ROOT + "/tools/tictac-ps --json --timeout 90 --workers 2 --ps 1 --rate-gbps 1 " + args;
+  std::string cmd = std::string(TICTAC_SOURCE_ROOT) +
+                    "/tools/netns-cluster --nodes 3 --rate-gbps 1 -- " + TICTAC_BUILD_ROOT +
+                    "/tools/tictac-ps --json --timeout 90 --workers 2 --ps 1 --rate-gbps 1 " + args;
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -59,7 +60,8 @@ void expectIntact(const json& r, bool training) {
     EXPECT_GT(c["grads_expected"].get<int>(), 0);
   }
   EXPECT_GT(c["order_checked"].get<int>(), 0);
-  EXPECT_TRUE(c["order_ok"].get<bool>()) << c["max_inversion_bytes"] << " > " << c["inversion_bound_bytes"];
+  EXPECT_TRUE(c["order_ok"].get<bool>())
+      << c["max_inversion_bytes"] << " > " << c["inversion_bound_bytes"];
   if (geteuid() == 0) {
     // Inside the namespaces UCX must run tcp over the veth, never shared memory.
     ASSERT_EQ(c["ucx_transports"].size(), 3u);

@@ -1,6 +1,8 @@
 // tests/ps/schedule_hints_test.cc: the in-process hint provider built from an
 // analyzer's schedule (bridge/schedule_hints.cc), on its own and inside a
 // transport context: sends without a priority must carry the schedule's.
+#include "tictac/schedule_hints.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,7 +10,6 @@
 #include <set>
 #include <thread>
 
-#include "tictac/schedule_hints.h"
 #include "tictac/transport/context.h"
 
 namespace {
@@ -104,8 +105,8 @@ TEST(ScheduleHints, PrioritiesReachTheScheduler) {
   EXPECT_EQ(b_dst, b_src);
   std::map<Priority, uint64_t> bytes;
   for (const auto& s : server.value()->priorityStats()) bytes[s.priority] += s.bytes_sent;
-  EXPECT_EQ(bytes[0], 8u);        // b: reverse's priority 0
-  EXPECT_EQ(bytes[1], 1000000u);  // a: priority 1
+  EXPECT_EQ(bytes[0], 8u);               // b: reverse's priority 0
+  EXPECT_EQ(bytes[1], 1000000u);         // a: priority 1
   EXPECT_EQ(bytes.count(1u << 31), 0u);  // nothing fell back to the default
 }
 

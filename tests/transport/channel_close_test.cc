@@ -113,13 +113,16 @@ TEST_P(ChannelCreditTest, CanceledSendsDoNotLeakWindowCredit) {
     ASSERT_TRUE(e && s);
     if (!thread) spin(p, 3);
     p.ab->cancel(s.value());
-    ASSERT_TRUE(driveUntil(p, [&] { return s.value()->done(); }, 10s));
+    ASSERT_TRUE(driveUntil(
+        p, [&] { return s.value()->done(); }, 10s));
     p.ba->cancel(e.value());
-    ASSERT_TRUE(driveUntil(p, [&] { return e.value()->done(); }, 10s));
+    ASSERT_TRUE(driveUntil(
+        p, [&] { return e.value()->done(); }, 10s));
     auto e2 = p.ba->expect({2, round, ""}, small_dst.data(), small.size());
     auto s2 = p.ab->send({2, round, ""}, small.data(), small.size());
     ASSERT_TRUE(e2 && s2);
-    ASSERT_TRUE(driveUntil(p, [&] { return s2.value()->done() && e2.value()->done(); }, 10s))
+    ASSERT_TRUE(driveUntil(
+        p, [&] { return s2.value()->done() && e2.value()->done(); }, 10s))
         << "round " << round << ": a later send stalled";
     EXPECT_TRUE(s2.value()->status().isOk()) << s2.value()->status().message();
     EXPECT_TRUE(e2.value()->status().isOk()) << e2.value()->status().message();
@@ -159,7 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, ChannelCloseTest,
                                             ::testing::Bool(), ::testing::Bool()),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param);
-                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (auto& c : n)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            n += std::get<1>(info.param) ? "_destroy" : "_close";
                            n += std::get<2>(info.param) ? "_thread" : "_poll";
                            return n;
@@ -179,8 +183,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, ChannelCreditTest,
                                   (std::get<1>(info.param) ? "_thread" : "_poll");
                          });
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChannelPacingTest,
-                         ::testing::ValuesIn(selectedBackends()),
+INSTANTIATE_TEST_SUITE_P(Backends, ChannelPacingTest, ::testing::ValuesIn(selectedBackends()),
                          [](const auto& info) { return backendName(info.param); });
 
 }  // namespace

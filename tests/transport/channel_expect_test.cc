@@ -44,7 +44,8 @@ TEST_P(ChannelExpectTest, ExpectsLandWhateverTheArrivalOrderAndShape) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     src.push_back(pattern(sizes[i], 40 + i));
     dst.emplace_back(sizes[i]);
-    auto e = p.ba->expect({40 + i, 1, ""}, dst[i].data(), sizes[i], [&](const Status&) { fired++; });
+    auto e =
+        p.ba->expect({40 + i, 1, ""}, dst[i].data(), sizes[i], [&](const Status&) { fired++; });
     ASSERT_TRUE(e) << e.status().toString();
     expects.push_back(e.value());
   }

@@ -208,8 +208,8 @@ TEST_P(ChannelTest, SmallSendPendingAtCloseCompletesOnce) {
   Pair p = makePair(GetParam(), false);
   std::atomic<int> fired{0};
   std::vector<char> a(8, 3);
-  auto s = p.ab->send({4, 0, ""}, a.data(), a.size(), std::nullopt,
-                      [&](const Status&) { fired++; });
+  auto s =
+      p.ab->send({4, 0, ""}, a.data(), a.size(), std::nullopt, [&](const Status&) { fired++; });
   ASSERT_TRUE(s);
   p.ab->close();
   ASSERT_TRUE(driveUntilDone(p, {s.value()}, 5s));

@@ -26,8 +26,8 @@ struct Owned {
 
 // b expects one tensor; a sends it with a callback that drops `owned`.
 // Returns b's expect, which completes whether or not a is gone by then.
-OpHandle sendAndDropInCallback(Pair& p, std::shared_ptr<Owned> owned,
-                               std::atomic<int>& calls, std::atomic<bool>& dropped) {
+OpHandle sendAndDropInCallback(Pair& p, std::shared_ptr<Owned> owned, std::atomic<int>& calls,
+                               std::atomic<bool>& dropped) {
   static char src[64] = "lifetime", dst[64];
   auto e = p.ba->expect({1, 0, ""}, dst, sizeof(dst));
   EXPECT_TRUE(e) << e.status().toString();
@@ -77,7 +77,8 @@ TEST_P(ContextLifetimeTest, ResetWhileTheProgressThreadRunsACallbackTearsDownBef
   });
   ASSERT_TRUE(pending && e && s);
   auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!in_callback && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  while (!in_callback && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
   ASSERT_TRUE(in_callback);
   go = true;
   p.ab.reset();

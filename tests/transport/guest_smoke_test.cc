@@ -3,10 +3,10 @@
 // the device must be there; on a host without an RDMA device every case skips
 // with the reason. Two RC QPs on the one device are connected to each other
 // over the IPv4-mapped RoCE v2 GID of 127.0.0.1, as the verbs backend does.
-#include <infiniband/verbs.h>
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +19,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool inGuest() { return std::getenv("TICTAC_GUEST") != nullptr; }
+bool inGuest() {
+  return std::getenv("TICTAC_GUEST") != nullptr;
+}
 
 // The ::ffff:127.0.0.1 GID a RoCE v2 port has when rxe is bound to lo.
 ibv_gid loopbackGid() {
@@ -31,12 +33,24 @@ ibv_gid loopbackGid() {
   return g;
 }
 
-struct DevListDeleter { void operator()(ibv_device** l) const { ibv_free_device_list(l); } };
-struct CtxDeleter { void operator()(ibv_context* c) const { ibv_close_device(c); } };
-struct PdDeleter { void operator()(ibv_pd* p) const { ibv_dealloc_pd(p); } };
-struct MrDeleter { void operator()(ibv_mr* m) const { ibv_dereg_mr(m); } };
-struct CqDeleter { void operator()(ibv_cq* c) const { ibv_destroy_cq(c); } };
-struct QpDeleter { void operator()(ibv_qp* q) const { ibv_destroy_qp(q); } };
+struct DevListDeleter {
+  void operator()(ibv_device** l) const { ibv_free_device_list(l); }
+};
+struct CtxDeleter {
+  void operator()(ibv_context* c) const { ibv_close_device(c); }
+};
+struct PdDeleter {
+  void operator()(ibv_pd* p) const { ibv_dealloc_pd(p); }
+};
+struct MrDeleter {
+  void operator()(ibv_mr* m) const { ibv_dereg_mr(m); }
+};
+struct CqDeleter {
+  void operator()(ibv_cq* c) const { ibv_destroy_cq(c); }
+};
+struct QpDeleter {
+  void operator()(ibv_qp* q) const { ibv_destroy_qp(q); }
+};
 
 // Opens the device and port that carry the loopback RoCE v2 GID; sets
 // gidIndex. Leaves ctx empty (with why) when there is none.
@@ -69,16 +83,17 @@ struct LoopbackPort {
         }
       }
     }
-    if (!ctx) why = std::to_string(n) + " RDMA device(s), none with the RoCE v2 GID ::ffff:127.0.0.1";
+    if (!ctx)
+      why = std::to_string(n) + " RDMA device(s), none with the RoCE v2 GID ::ffff:127.0.0.1";
   }
 };
 
-#define REQUIRE_PORT(p)                                      \
-  do {                                                       \
-    if (!(p).ctx) {                                          \
-      if (inGuest()) FAIL() << "in the guest: " << (p).why;  \
-      GTEST_SKIP() << (p).why;                               \
-    }                                                        \
+#define REQUIRE_PORT(p)                                     \
+  do {                                                      \
+    if (!(p).ctx) {                                         \
+      if (inGuest()) FAIL() << "in the guest: " << (p).why; \
+      GTEST_SKIP() << (p).why;                              \
+    }                                                       \
   } while (0)
 
 // Polls until one completion arrives or 5 s pass (false then).
@@ -119,7 +134,8 @@ struct QpPair {
     at.qp_state = IBV_QPS_INIT;
     at.port_num = 1;
     at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-    if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    if (ibv_modify_qp(qp, &at,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
       return false;
     at = {};
     at.qp_state = IBV_QPS_RTR;
@@ -132,8 +148,9 @@ struct QpPair {
     at.ah_attr.grh.sgid_index = static_cast<uint8_t>(p.gidIndex);
     at.ah_attr.grh.hop_limit = 64;
     at.ah_attr.port_num = 1;
-    if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    if (ibv_modify_qp(qp, &at,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
       return false;
     at = {};
     at.qp_state = IBV_QPS_RTS;
@@ -141,8 +158,9 @@ struct QpPair {
     at.retry_cnt = 7;
     at.rnr_retry = 7;
     at.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+    return ibv_modify_qp(qp, &at,
+                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
   }
 };
 
@@ -163,9 +181,10 @@ TEST(GuestSmoke, RdmaWriteLoopbackCopiesBytes) {
   constexpr size_t kLen = 1 << 20;
   std::vector<unsigned char> src(kLen), dst(kLen, 0);
   for (size_t i = 0; i < kLen; ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
-  std::unique_ptr<ibv_mr, MrDeleter> smr(ibv_reg_mr(qps.pd.get(), src.data(), kLen, IBV_ACCESS_LOCAL_WRITE));
-  std::unique_ptr<ibv_mr, MrDeleter> dmr(ibv_reg_mr(
-      qps.pd.get(), dst.data(), kLen, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+  std::unique_ptr<ibv_mr, MrDeleter> smr(
+      ibv_reg_mr(qps.pd.get(), src.data(), kLen, IBV_ACCESS_LOCAL_WRITE));
+  std::unique_ptr<ibv_mr, MrDeleter> dmr(
+      ibv_reg_mr(qps.pd.get(), dst.data(), kLen, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
   ASSERT_TRUE(smr && dmr) << "ibv_reg_mr: " << std::strerror(errno);
 
   ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), static_cast<uint32_t>(kLen), smr->lkey};

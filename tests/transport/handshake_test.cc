@@ -97,7 +97,8 @@ class HandshakeTest : public BackendTest {
     auto l = p_.a->listen(0, "127.0.0.1");
     ASSERT_TRUE(l) << l.status().toString();
     relay_ = std::make_unique<Relay>(l.value()->port(), cut_at);  // lives as long as the test
-    auto fut = std::async(std::launch::async, [&] { return p_.b->connect("127.0.0.1", relay_->port()); });
+    auto fut =
+        std::async(std::launch::async, [&] { return p_.b->connect("127.0.0.1", relay_->port()); });
     accepted_ = l.value()->accept(15s);
     connected_ = fut.get();
   }
@@ -112,7 +113,8 @@ class HandshakeTest : public BackendTest {
 // would drop its messages.
 TEST_P(HandshakeTest, AcceptWaitsUntilTheConnectingSideAddedIt) {
   connectThroughRelay(bs::FrameType::kHello);
-  EXPECT_FALSE(accepted_) << "accept() returned before the connecting side had the listener's hello";
+  EXPECT_FALSE(accepted_)
+      << "accept() returned before the connecting side had the listener's hello";
   EXPECT_FALSE(connected_);
 }
 
@@ -120,7 +122,8 @@ TEST_P(HandshakeTest, AcceptWaitsUntilTheConnectingSideAddedIt) {
 // listener's Ready: connect() must not report a channel either.
 TEST_P(HandshakeTest, ConnectWaitsUntilTheListenerAddedIt) {
   connectThroughRelay(bs::FrameType::kReady);
-  EXPECT_FALSE(connected_) << "connect() returned before the listener confirmed it had added the peer";
+  EXPECT_FALSE(connected_)
+      << "connect() returned before the listener confirmed it had added the peer";
   if (!connected_) {
     EXPECT_EQ(connected_.status().code(), StatusCode::kPeerLost) << connected_.status().toString();
   }

@@ -62,9 +62,8 @@ class HostilePeerTest : public ::testing::TestWithParam<std::string> {
   void expectStillServes() {
     auto client = Context::create(backendHelper(GetParam()).options());
     ASSERT_TRUE(client);
-    auto fut = std::async(std::launch::async, [&] {
-      return client.value()->connect("127.0.0.1", listener_->port());
-    });
+    auto fut = std::async(std::launch::async,
+                          [&] { return client.value()->connect("127.0.0.1", listener_->port()); });
     auto server_ch = listener_->accept(10s);
     auto client_ch = fut.get();
     ASSERT_TRUE(server_ch) << server_ch.status().message();
@@ -168,7 +167,8 @@ TEST_P(HostilePeerTest, ConnectToAGarbageServerFails) {
 INSTANTIATE_TEST_SUITE_P(Backends, HostilePeerTest, ::testing::ValuesIn(selectedBackends()),
                          [](const auto& info) {
                            std::string n = info.param;
-                           for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (auto& c : n)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
 

@@ -128,7 +128,8 @@ TEST_P(HostileWireTest, ForgedAckFailsThePeerNotTheProcess) {
   mine.assigned_id = 1;
   mine.backend = "ucx";
   mine.address = evil.address;
-  auto theirs = bootstrap::handshake(fd.value(), true, mine, std::chrono::steady_clock::now() + 10s);
+  auto theirs =
+      bootstrap::handshake(fd.value(), true, mine, std::chrono::steady_clock::now() + 10s);
   ASSERT_TRUE(theirs) << theirs.status().message();
   auto ch = accepted.get();
   ASSERT_TRUE(ch) << ch.status().message();

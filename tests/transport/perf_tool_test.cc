@@ -27,7 +27,6 @@ using tictac::sched::testing::ToolRun;
 
 const std::string kPerf = std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-perf";
 
-
 class PerfTool : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -156,7 +156,8 @@ TEST_P(ProcessTest, SenderKilledMidPayloadFailsTheReceivesWithPeerLost) {
     for (size_t k = 0; k < kAhead; ++k) ASSERT_NO_FATAL_FAILURE(post());
     for (int got = 0; got < 3; ++got) {  // the flood runs; keep kAhead posted
       ASSERT_TRUE(pending.front()->wait(30s).isOk())
-          << "round " << round << ", receive " << got << ": " << pending.front()->status().toString();
+          << "round " << round << ", receive " << got << ": "
+          << pending.front()->status().toString();
       pending.pop_front();
       ASSERT_NO_FATAL_FAILURE(post());
     }
@@ -164,7 +165,8 @@ TEST_P(ProcessTest, SenderKilledMidPayloadFailsTheReceivesWithPeerLost) {
     ::kill(peer.pid, SIGKILL);
     for (auto& e : pending) {
       Status s = e->wait(10s);
-      EXPECT_TRUE(s.isOk() || s.code() == StatusCode::kPeerLost) << "round " << round << ": " << s.toString();
+      EXPECT_TRUE(s.isOk() || s.code() == StatusCode::kPeerLost)
+          << "round " << round << ": " << s.toString();
     }
     EXPECT_LT(Clock::now() - t0, 5s);
     EXPECT_FALSE(ch_->alive());

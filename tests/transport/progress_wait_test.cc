@@ -81,7 +81,9 @@ std::chrono::nanoseconds threadCpu() {
 
 // Slices longer than any bound below: only the fd (or pacing) can end a
 // sleep, so a wait that ignored them would show.
-void longRecheck(ContextOptions& o) { o.wait_recheck = std::chrono::minutes(1); }
+void longRecheck(ContextOptions& o) {
+  o.wait_recheck = std::chrono::minutes(1);
+}
 
 class ProgressWaitTest : public BackendTest {};
 

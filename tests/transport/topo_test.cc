@@ -2,10 +2,8 @@
 // (suite 'unit', the host: no RDMA device) and topo_guest_test (suite 'verbs',
 // inside tools/softroce-vm where rxelo and rxed0 exist and cannot be placed),
 // with tictac-topo --json run end to end on each.
-#include "transport/topo/topology.h"
-
-#include <infiniband/verbs.h>
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "tests/sched/tool_test_util.h"
+#include "transport/topo/topology.h"
 
 namespace topo = tictac::transport::topo;
 
@@ -138,8 +137,9 @@ TEST(TopoTool, JsonRecordsForThisMachine) {
       const std::string d = j.at("device");
       seen.push_back(d);
       const std::string hint = j.at("recommended");
-      EXPECT_NE(hint.find("TICTAC_PROGRESS_CPUS=" + std::to_string(j.at("progress_cpu").get<int>())),
-                std::string::npos)
+      EXPECT_NE(
+          hint.find("TICTAC_PROGRESS_CPUS=" + std::to_string(j.at("progress_cpu").get<int>())),
+          std::string::npos)
           << hint;
       if (d.rfind("rxe", 0) == 0) {
         EXPECT_EQ(j.at("numa_node"), "unknown") << d;

@@ -34,10 +34,10 @@ inline ContextOptions verbsLoOptions() {
   return o;
 }
 
-#define TICTAC_REQUIRE_RDMA_DEVICE()                                                       \
-  do {                                                                                     \
-    if (!::tictac::transport::test::verbsViable())                                         \
-      GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)";                     \
+#define TICTAC_REQUIRE_RDMA_DEVICE()                                   \
+  do {                                                                 \
+    if (!::tictac::transport::test::verbsViable())                     \
+      GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
   } while (0)
 
 // Forks a process that listens with `options` on 127.0.0.1, accepts one

@@ -1,4 +1,6 @@
 // Wire header validation, bootstrap Hello encoding, TSV hint parsing.
+#include "transport/core/wire.h"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -8,7 +10,6 @@
 #include "tictac/transport/hints.h"
 #include "transport/backend.h"
 #include "transport/core/bootstrap.h"
-#include "transport/core/wire.h"
 
 namespace tictac::transport {
 namespace {

@@ -59,11 +59,17 @@ json runBw(Session& s, const Options& o, size_t size, uint64_t iters) {
   double us = sinceUs(t0, Clock::now());
   if (!p.error) return {{"error", "bw run: send failed: " + p.error.toString()}};
   s.run++;
-  return {{"test", "bw"}, {"backend", o.backend}, {"size", size}, {"iters", iters},
-          {"warmup", warmup}, {"huge_pages", Buffer::huge_pages},
+  return {{"test", "bw"},
+          {"backend", o.backend},
+          {"size", size},
+          {"iters", iters},
+          {"warmup", warmup},
+          {"huge_pages", Buffer::huge_pages},
           {"bw_gbps", static_cast<double>(size) * static_cast<double>(iters) * 8e-3 / us},
-          {"msg_rate_mpps", static_cast<double>(iters) / us}, {"lat_us", latJson(p.lat)},
-          {"window", window}, {"chunk", s.ctx[0]->options().chunk_bytes}};
+          {"msg_rate_mpps", static_cast<double>(iters) / us},
+          {"lat_us", latJson(p.lat)},
+          {"window", window},
+          {"chunk", s.ctx[0]->options().chunk_bytes}};
 }
 
 json runLat(Session& s, const Options& o, size_t size, uint64_t iters) {
@@ -96,9 +102,13 @@ json runLat(Session& s, const Options& o, size_t size, uint64_t iters) {
   for (uint64_t i = 0; i < iters; ++i) half[i] = sinceUs(sent[i], sent[i + 1]) / 2;
   double us = sinceUs(sent.front(), sent.back());
   s.run++;
-  return {{"test", "lat"}, {"backend", o.backend}, {"size", size}, {"iters", iters},
+  return {{"test", "lat"},
+          {"backend", o.backend},
+          {"size", size},
+          {"iters", iters},
           {"bw_gbps", static_cast<double>(size) * static_cast<double>(iters) * 8e-3 / us},
-          {"msg_rate_mpps", static_cast<double>(iters) / us}, {"lat_us", latJson(half)}};
+          {"msg_rate_mpps", static_cast<double>(iters) / us},
+          {"lat_us", latJson(half)}};
 }
 
 // prio: urgent tensors of `size` every millisecond (each answered by a 0-byte
@@ -194,11 +204,20 @@ json runPrio(Session& s, const Options& o, Mode mode, size_t size, uint64_t iter
   s.run++;
   static const char* names[] = {"priority", "fifo", "isolated"};
   double lo_bw = static_cast<double>(bulk_bytes) * 8e-3 / us;
-  return {{"test", "prio"}, {"mode", names[mode]}, {"backend", o.backend}, {"size", size},
-          {"iters", iters}, {"hi_size", size}, {"lo_size", o.bulk},
-          {"window", s.ctx[0]->options().window_bytes}, {"chunk", s.ctx[0]->options().chunk_bytes},
-          {"hi_lat_us", latJson(half)}, {"lat_us", latJson(half)}, {"lo_bw_gbps", lo_bw},
-          {"bw_gbps", lo_bw}, {"msg_rate_mpps", static_cast<double>(iters) / us}};
+  return {{"test", "prio"},
+          {"mode", names[mode]},
+          {"backend", o.backend},
+          {"size", size},
+          {"iters", iters},
+          {"hi_size", size},
+          {"lo_size", o.bulk},
+          {"window", s.ctx[0]->options().window_bytes},
+          {"chunk", s.ctx[0]->options().chunk_bytes},
+          {"hi_lat_us", latJson(half)},
+          {"lat_us", latJson(half)},
+          {"lo_bw_gbps", lo_bw},
+          {"bw_gbps", lo_bw},
+          {"msg_rate_mpps", static_cast<double>(iters) / us}};
 }
 
 }  // namespace
@@ -227,10 +246,12 @@ int runClient(Session& s, const Options& o, const ContextOptions& copts, FILE* o
     if (o.test == "bw") {
       uint64_t n = o.iters;
       if (n == 0) {  // about one second of data at the rate of a short calibration run
-        json cal = runBw(s, o, size, std::clamp<uint64_t>((64ull << 20) / std::max<size_t>(size, 1), 20, 20000));
+        json cal = runBw(
+            s, o, size, std::clamp<uint64_t>((64ull << 20) / std::max<size_t>(size, 1), 20, 20000));
         if (cal.contains("error")) return emit(cal), 1;
         double bps = cal["bw_gbps"].get<double>() * 1e9 / 8;
-        n = std::clamp<uint64_t>(static_cast<uint64_t>(bps / std::max<size_t>(size, 1)), 10, 2000000);
+        n = std::clamp<uint64_t>(static_cast<uint64_t>(bps / std::max<size_t>(size, 1)), 10,
+                                 2000000);
       }
       emit(runBw(s, o, size, n));
     } else if (o.test == "lat") {

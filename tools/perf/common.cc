@@ -21,7 +21,9 @@ Buffer::Buffer(size_t size, char fill) : size_(size) {
   std::memset(data_, fill, rounded);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  std::free(data_);
+}
 
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -31,7 +33,9 @@ double pct(std::vector<double> v, double p) {
 }
 
 json latJson(const std::vector<double>& us) {
-  return {{"p50", pct(us, 0.5)}, {"p99", pct(us, 0.99)}, {"p999", pct(us, 0.999)},
+  return {{"p50", pct(us, 0.5)},
+          {"p99", pct(us, 0.99)},
+          {"p999", pct(us, 0.999)},
           {"max", us.empty() ? 0.0 : *std::max_element(us.begin(), us.end())}};
 }
 

@@ -107,7 +107,13 @@ int serve(Session& s, transport::Listener& listener) {
       }
       Channel* urgent_ch = cfg.mode == kIsolated ? s.ch2.get() : s.ch.get();
       uint32_t run = s.run;
-      ExpectRing hi{urgent_ch, kUrgent, cfg.iters, 0, 0, run, &buf,
+      ExpectRing hi{urgent_ch,
+                    kUrgent,
+                    cfg.iters,
+                    0,
+                    0,
+                    run,
+                    &buf,
                     [urgent_ch, run](uint64_t i) {  // the 0-byte reply, from the completion
                       (void)urgent_ch->send({kReply + i, run, ""}, nullptr, 0, 0);
                     },

@@ -85,8 +85,12 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-uint64_t paramBase(uint64_t p, uint32_t k) { return mix(p * 0x100000001b3ull ^ (uint64_t{k} << 40)); }
-uint64_t gradBase(uint64_t p, uint32_t k) { return mix(paramBase(p, k) ^ 0x6772616400000000ull); }
+uint64_t paramBase(uint64_t p, uint32_t k) {
+  return mix(p * 0x100000001b3ull ^ (uint64_t{k} << 40));
+}
+uint64_t gradBase(uint64_t p, uint32_t k) {
+  return mix(paramBase(p, k) ^ 0x6772616400000000ull);
+}
 }  // namespace
 
 void fillParam(uint8_t* buf, size_t len, uint64_t param, uint32_t iteration) {

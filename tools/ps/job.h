@@ -21,16 +21,16 @@ struct Config {
   std::string graph;
   std::string mode = "inference";  // inference | training
   uint32_t workers = 2, ps = 1, iterations = 5;
-  std::string order = "tic";       // random | fifo | tic | tac | reverse | FILE.tsv
+  std::string order = "tic";  // random | fifo | tic | tac | reverse | FILE.tsv
   uint64_t seed = 0;
   std::string backend = "ucx";
-  double rate_gbps = 0;            // link rate (pacing unless shaped); 0 = unpaced
-  bool shaped = false;             // links shaped outside (netns + tbf): no pacing
+  double rate_gbps = 0;  // link rate (pacing unless shaped); 0 = unpaced
+  bool shaped = false;   // links shaped outside (netns + tbf): no pacing
   double compute_scale = 1.0, bwd_factor = 2.0;
   size_t chunk_bytes = 0, window_bytes = 0;  // 0 = transport defaults
-  uint16_t port = 18600;           // PS i listens on port + i
-  std::vector<std::string> peers;  // host:port of each PS (roles)
-  uint32_t trace_iteration = 1;    // the iteration a worker records spans of
+  uint16_t port = 18600;                     // PS i listens on port + i
+  std::vector<std::string> peers;            // host:port of each PS (roles)
+  uint32_t trace_iteration = 1;              // the iteration a worker records spans of
   bool training() const { return mode == "training"; }
 };
 

@@ -16,7 +16,9 @@ namespace tictac::ps {
 
 namespace {
 
-struct NetnsNode { std::string ns, ip, dev; };
+struct NetnsNode {
+  std::string ns, ip, dev;
+};
 
 std::vector<NetnsNode> netnsNodes() {
   std::vector<NetnsNode> out;
@@ -35,16 +37,43 @@ std::vector<NetnsNode> netnsNodes() {
   return out;
 }
 
-std::string fmt(double v) { std::ostringstream o; o << v; return o.str(); }
+std::string fmt(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
 
 std::vector<std::string> roleArgs(const std::string& self, const Config& c) {
-  return {self, c.graph, "--mode", c.mode, "--workers", std::to_string(c.workers),
-          "--ps", std::to_string(c.ps), "--iterations", std::to_string(c.iterations),
-          "--order", c.order, "--seed", std::to_string(c.seed), "--backend", c.backend,
-          "--rate-gbps", fmt(c.rate_gbps), "--compute-scale", fmt(c.compute_scale),
-          "--bwd-factor", fmt(c.bwd_factor), "--chunk", std::to_string(c.chunk_bytes),
-          "--window", std::to_string(c.window_bytes), "--port", std::to_string(c.port),
-          "--trace-iteration", std::to_string(c.trace_iteration)};
+  return {self,
+          c.graph,
+          "--mode",
+          c.mode,
+          "--workers",
+          std::to_string(c.workers),
+          "--ps",
+          std::to_string(c.ps),
+          "--iterations",
+          std::to_string(c.iterations),
+          "--order",
+          c.order,
+          "--seed",
+          std::to_string(c.seed),
+          "--backend",
+          c.backend,
+          "--rate-gbps",
+          fmt(c.rate_gbps),
+          "--compute-scale",
+          fmt(c.compute_scale),
+          "--bwd-factor",
+          fmt(c.bwd_factor),
+          "--chunk",
+          std::to_string(c.chunk_bytes),
+          "--window",
+          std::to_string(c.window_bytes),
+          "--port",
+          std::to_string(c.port),
+          "--trace-iteration",
+          std::to_string(c.trace_iteration)};
 }
 
 void readLines(int fd, const std::function<void(const std::string&)>& fn) {
@@ -72,7 +101,8 @@ RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
   const uint32_t total = c.ps + c.workers;
   const bool netns = !nodes.empty();
   if (netns && nodes.size() < total) {
-    out.error = "TICTAC_NETNS has " + std::to_string(nodes.size()) + " nodes, need " + std::to_string(total);
+    out.error = "TICTAC_NETNS has " + std::to_string(nodes.size()) + " nodes, need " +
+                std::to_string(total);
     return out;
   }
   std::string peers;
@@ -88,7 +118,12 @@ RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
     const uint32_t rank = is_ps ? i : i - c.ps;
     std::vector<std::string> args;
     if (netns) {
-      args = {"ip", "netns", "exec", nodes[i].ns, "env", "UCX_TLS=tcp",
+      args = {"ip",
+              "netns",
+              "exec",
+              nodes[i].ns,
+              "env",
+              "UCX_TLS=tcp",
               "UCX_NET_DEVICES=" + nodes[i].dev};
     }
     auto ra = roleArgs(self, c);
@@ -97,11 +132,18 @@ RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
                              "--peers", peers});
     if (netns) args.push_back("--shaped");
     int po[2], pe[2];
-    if (pipe(po) != 0 || pipe(pe) != 0) { out.error = "pipe failed"; break; }
+    if (pipe(po) != 0 || pipe(pe) != 0) {
+      out.error = "pipe failed";
+      break;
+    }
     pid_t pid = fork();
     if (pid == 0) {
-      dup2(po[1], 1); dup2(pe[1], 2);
-      close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
+      dup2(po[1], 1);
+      dup2(pe[1], 2);
+      close(po[0]);
+      close(po[1]);
+      close(pe[0]);
+      close(pe[1]);
       setenv("UCX_LOG_LEVEL", "info", 0);  // reports the transports an endpoint uses
       std::vector<char*> av;
       for (auto& a : args) av.push_back(a.data());
@@ -109,21 +151,27 @@ RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
       execvp(av[0], av.data());
       _exit(127);
     }
-    close(po[1]); close(pe[1]);
+    close(po[1]);
+    close(pe[1]);
     pids.push_back(pid);
     std::string tag = (is_ps ? "ps" : "w") + std::to_string(rank);
     // UCX logs to stdout by default: both streams go through the same filter.
     auto onLine = [&out, &mu, tag](const std::string& l) {
       auto j = nlohmann::json::parse(l, nullptr, false);
       std::lock_guard<std::mutex> g(mu);
-      if (!j.is_discarded() && j.is_object()) { out.lines.push_back(std::move(j)); return; }
+      if (!j.is_discarded() && j.is_object()) {
+        out.lines.push_back(std::move(j));
+        return;
+      }
       auto p = l.find("ep_cfg[");
       if (p != std::string::npos) {
         auto a = l.find('(', p), b = l.find(')', p);
-        if (a != std::string::npos && b > a) out.ucx_transports.push_back(tag + " " + l.substr(a + 1, b - a - 1));
+        if (a != std::string::npos && b > a)
+          out.ucx_transports.push_back(tag + " " + l.substr(a + 1, b - a - 1));
         return;
       }
-      if (l.find("UCX  INFO") != std::string::npos || l.find("UCX  DIAG") != std::string::npos) return;
+      if (l.find("UCX  INFO") != std::string::npos || l.find("UCX  DIAG") != std::string::npos)
+        return;
       std::cerr << "[" << tag << "] " << l << "\n";
     };
     readers.emplace_back(readLines, po[0], onLine);
@@ -139,7 +187,9 @@ RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
       if (reaped[i]) continue;
       int st = 0;
       if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
-        reaped[i] = true; --alive; progress = true;
+        reaped[i] = true;
+        --alive;
+        progress = true;
         if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && out.error.empty()) {
           out.error = "role " + std::to_string(i) + " failed (status " + std::to_string(st) + ")";
         }
@@ -147,7 +197,8 @@ RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
     }
     if ((!out.error.empty() || std::chrono::steady_clock::now() > deadline) && alive > 0) {
       if (out.error.empty()) out.error = "timed out after " + fmt(timeout_s) + " s";
-      for (size_t i = 0; i < pids.size(); ++i) if (!reaped[i]) kill(pids[i], SIGKILL);
+      for (size_t i = 0; i < pids.size(); ++i)
+        if (!reaped[i]) kill(pids[i], SIGKILL);
     }
     if (!progress) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -11,7 +11,7 @@
 namespace tictac::ps {
 
 struct RunOutput {
-  std::vector<nlohmann::json> lines;       // every JSON line of every role
+  std::vector<nlohmann::json> lines;        // every JSON line of every role
   std::vector<std::string> ucx_transports;  // "tcp/lo", ... from UCX's ep_cfg info lines
   std::string error;                        // empty when every role exited 0
 };

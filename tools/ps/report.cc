@@ -21,7 +21,9 @@ json stats(std::vector<double> v) {
   double sum = 0;
   for (double x : v) sum += x;
   std::sort(v.begin(), v.end());
-  auto rank = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * v.size())) - 1)]; };
+  auto rank = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * v.size())) - 1)];
+  };
   return {{"mean", sum / v.size()}, {"p50", rank(0.5)}, {"p99", rank(0.99)}};
 }
 }  // namespace
@@ -33,7 +35,10 @@ json buildReport(const Job& job, const RunOutput& run, json* trace) {
   uint64_t grads_ok = 0, grads_bad = 0, params_bad = 0;
   for (const auto& l : run.lines) {
     if (l.value("type", "") == "iter") it[l["iteration"]][l["worker"]] = &l;
-    if (l.value("type", "") == "ps") { grads_ok += l["grads_ok"].get<uint64_t>(); grads_bad += l["grads_bad"].get<uint64_t>(); }
+    if (l.value("type", "") == "ps") {
+      grads_ok += l["grads_ok"].get<uint64_t>();
+      grads_bad += l["grads_bad"].get<uint64_t>();
+    }
   }
   const size_t chunk = c.chunk_bytes ? c.chunk_bytes : transport::kDefaultChunkBytes;
   const size_t window = c.window_bytes ? c.window_bytes : transport::kDefaultWindowBytes;
@@ -78,13 +83,23 @@ json buildReport(const Job& job, const RunOutput& run, json* trace) {
     prev_end = end_max;
   }
   auto sim = simulateJob(job);
-  json r = {{"model", g.name}, {"order", c.order}, {"mode", c.mode}, {"workers", c.workers},
-            {"ps", c.ps}, {"iterations", c.iterations}, {"rate_gbps", c.rate_gbps},
-            {"compute_scale", c.compute_scale}, {"chunk_bytes", chunk}, {"window_bytes", window},
+  json r = {{"model", g.name},
+            {"order", c.order},
+            {"mode", c.mode},
+            {"workers", c.workers},
+            {"ps", c.ps},
+            {"iterations", c.iterations},
+            {"rate_gbps", c.rate_gbps},
+            {"compute_scale", c.compute_scale},
+            {"chunk_bytes", chunk},
+            {"window_bytes", window},
             {"link", c.shaped ? "netns+tbf" : (c.rate_gbps > 0 ? "loopback paced" : "loopback")},
-            {"iteration_us", stats(iter_us)}, {"straggler_us", stats(strag_us)},
-            {"per_worker_iteration_us", per_worker}, {"headroom", sim.headroom},
-            {"comm_us", sim.comm_us}, {"compute_us", sim.compute_us},
+            {"iteration_us", stats(iter_us)},
+            {"straggler_us", stats(strag_us)},
+            {"per_worker_iteration_us", per_worker},
+            {"headroom", sim.headroom},
+            {"comm_us", sim.comm_us},
+            {"compute_us", sim.compute_us},
             {"simulated_iteration_us", sim.iteration_us.mean},
             {"simulated_straggler_us", sim.straggler_us.mean}};
   double mean = r["iteration_us"]["mean"];
@@ -92,9 +107,11 @@ json buildReport(const Job& job, const RunOutput& run, json* trace) {
   r["checks"] = {{"iterations_complete", it.size() == c.iterations ? complete : 0},
                  {"worker_iterations_expected", uint64_t{c.workers} * c.iterations},
                  {"params_bad", params_bad},
-                 {"grads_ok", grads_ok}, {"grads_bad", grads_bad},
+                 {"grads_ok", grads_ok},
+                 {"grads_bad", grads_bad},
                  {"grads_expected", c.training() ? job.recvs().size() * c.iterations : 0},
-                 {"order_checked", order_checked}, {"max_inversion_bytes", max_inv},
+                 {"order_checked", order_checked},
+                 {"max_inversion_bytes", max_inv},
                  {"inversion_bound_bytes", window + chunk},
                  {"order_ok", max_inv <= window + chunk},
                  {"compute_before_last_param", overlap},
@@ -103,16 +120,29 @@ json buildReport(const Job& job, const RunOutput& run, json* trace) {
     json ev = json::array();
     const char* lanes[] = {"network in", "compute", "network out"};
     for (auto& [w, l] : it[c.trace_iteration]) {
-      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", w}, {"args", {{"name", "worker " + std::to_string(w)}}}});
-      for (int t = 0; t < 3; ++t) ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", w}, {"tid", t}, {"args", {{"name", lanes[t]}}}});
+      ev.push_back({{"ph", "M"},
+                    {"name", "process_name"},
+                    {"pid", w},
+                    {"args", {{"name", "worker " + std::to_string(w)}}}});
+      for (int t = 0; t < 3; ++t)
+        ev.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", w},
+                      {"tid", t},
+                      {"args", {{"name", lanes[t]}}}});
       double t0 = (*l)["start_ns"], prev = t0;
       if (!l->contains("spans")) continue;
       for (const auto& s : (*l)["spans"]) {
         int lane = s["lane"];
-        double end = s["end_ns"], begin = lane == 0 ? std::max(prev, t0) : s["start_ns"].get<double>();
+        double end = s["end_ns"],
+               begin = lane == 0 ? std::max(prev, t0) : s["start_ns"].get<double>();
         if (lane == 0) prev = end;
-        ev.push_back({{"ph", "X"}, {"name", s["name"]}, {"pid", w}, {"tid", lane},
-                      {"ts", (begin - t0) / 1e3}, {"dur", std::max(0.0, end - begin) / 1e3}});
+        ev.push_back({{"ph", "X"},
+                      {"name", s["name"]},
+                      {"pid", w},
+                      {"tid", lane},
+                      {"ts", (begin - t0) / 1e3},
+                      {"dur", std::max(0.0, end - begin) / 1e3}});
       }
     }
     *trace = {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
@@ -121,21 +151,24 @@ json buildReport(const Job& job, const RunOutput& run, json* trace) {
 }
 
 std::string tableHeader() {
-  return "model        mode       order   iter_ms(mean/p99)  strag_ms(mean/p99)  it/s    S     sim_iter_ms  checks";
+  return "model        mode       order   iter_ms(mean/p99)  strag_ms(mean/p99)  it/s    S     "
+         "sim_iter_ms  checks";
 }
 
 std::string tableRow(const json& r) {
   char buf[512];
   const auto& k = r["checks"];
   bool ok = k["params_bad"] == 0 && k["grads_bad"] == 0 && k["order_ok"].get<bool>() &&
-            k["iterations_complete"] == k["worker_iterations_expected"] && k["grads_ok"] == k["grads_expected"];
-  std::snprintf(buf, sizeof buf, "%-12s %-10s %-7s %8.1f/%-8.1f  %8.1f/%-8.1f  %6.2f  %.2f  %10.1f  %s",
-                r["model"].get<std::string>().c_str(), r["mode"].get<std::string>().c_str(),
-                r["order"].get<std::string>().c_str(), r["iteration_us"]["mean"].get<double>() / 1e3,
-                r["iteration_us"]["p99"].get<double>() / 1e3, r["straggler_us"]["mean"].get<double>() / 1e3,
-                r["straggler_us"]["p99"].get<double>() / 1e3, r["throughput_ips"].get<double>(),
-                r["headroom"].get<double>(), r["simulated_iteration_us"].get<double>() / 1e3,
-                ok ? "ok" : "FAILED");
+            k["iterations_complete"] == k["worker_iterations_expected"] &&
+            k["grads_ok"] == k["grads_expected"];
+  std::snprintf(
+      buf, sizeof buf, "%-12s %-10s %-7s %8.1f/%-8.1f  %8.1f/%-8.1f  %6.2f  %.2f  %10.1f  %s",
+      r["model"].get<std::string>().c_str(), r["mode"].get<std::string>().c_str(),
+      r["order"].get<std::string>().c_str(), r["iteration_us"]["mean"].get<double>() / 1e3,
+      r["iteration_us"]["p99"].get<double>() / 1e3, r["straggler_us"]["mean"].get<double>() / 1e3,
+      r["straggler_us"]["p99"].get<double>() / 1e3, r["throughput_ips"].get<double>(),
+      r["headroom"].get<double>(), r["simulated_iteration_us"].get<double>() / 1e3,
+      ok ? "ok" : "FAILED");
   return buf;
 }
 

@@ -50,19 +50,24 @@ int runServer(const Job& job, uint32_t rank) {
   ContextOptions co = contextOptions(c);
   if (!job.randomOrder()) {
     // The bridge: the analyzer's schedule becomes the context's hints.
-    co.hints = std::make_shared<ScheduleHintProvider>(
-        [&] {
-          sched::Schedule s;
-          s.algo = c.order;
-          auto pv = job.order(0, 0);
-          for (OpIndex r : job.recvs()) s.entries.push_back({g.ops[r].name, r, pv[r]});
-          return s;
-        }());
+    co.hints = std::make_shared<ScheduleHintProvider>([&] {
+      sched::Schedule s;
+      s.algo = c.order;
+      auto pv = job.order(0, 0);
+      for (OpIndex r : job.recvs()) s.entries.push_back({g.ops[r].name, r, pv[r]});
+      return s;
+    }());
   }
   auto ctx = Context::create(co);
-  if (!ctx.isOk()) { std::cerr << "tictac-ps ps" << rank << ": " << ctx.status().toString() << "\n"; return 1; }
+  if (!ctx.isOk()) {
+    std::cerr << "tictac-ps ps" << rank << ": " << ctx.status().toString() << "\n";
+    return 1;
+  }
   auto listener = ctx.value()->listen(static_cast<uint16_t>(c.port + rank));
-  if (!listener.isOk()) { std::cerr << "tictac-ps ps" << rank << ": " << listener.status().toString() << "\n"; return 1; }
+  if (!listener.isOk()) {
+    std::cerr << "tictac-ps ps" << rank << ": " << listener.status().toString() << "\n";
+    return 1;
+  }
   // Accept every worker's bootstrap link first, then read the hellos: a slow
   // hello from one worker must not hold the others' handshakes in the backlog
   // past their connect deadline.
@@ -71,9 +76,15 @@ int runServer(const Job& job, uint32_t rank) {
   std::vector<OpHandle> hellos;
   for (uint32_t i = 0; i < c.workers; ++i) {
     auto a = listener.value()->accept(std::chrono::seconds(60));
-    if (!a.isOk()) { std::cerr << "tictac-ps ps" << rank << ": accept: " << a.status().toString() << "\n"; return 1; }
+    if (!a.isOk()) {
+      std::cerr << "tictac-ps ps" << rank << ": accept: " << a.status().toString() << "\n";
+      return 1;
+    }
     auto e = a.value()->expect(TensorKey{kCtrlHello, 0, ""}, &who[i], sizeof who[i]);
-    if (!e.isOk()) { std::cerr << "tictac-ps ps" << rank << ": " << e.status().toString() << "\n"; return 1; }
+    if (!e.isOk()) {
+      std::cerr << "tictac-ps ps" << rank << ": " << e.status().toString() << "\n";
+      return 1;
+    }
     accepted.push_back(a.value());
     hellos.push_back(e.value());
   }
@@ -81,19 +92,23 @@ int runServer(const Job& job, uint32_t rank) {
     Status hs = hellos[i]->wait(std::chrono::seconds(30));
     if (!hs.isOk() || who[i] >= c.workers || ch[who[i]]) {
       std::cerr << "tictac-ps ps" << rank << ": bad hello from " << accepted[i]->peerName() << ": "
-                << (hs.isOk() ? "rank " + std::to_string(who[i]) + " out of range or taken" : hs.toString()) << "\n";
+                << (hs.isOk() ? "rank " + std::to_string(who[i]) + " out of range or taken"
+                              : hs.toString())
+                << "\n";
       return 1;
     }
     ch[who[i]] = accepted[i];
   }
   std::vector<OpIndex> mine;
-  for (OpIndex r : job.recvs()) if (job.shardOf(r) == rank) mine.push_back(r);
+  for (OpIndex r : job.recvs())
+    if (job.shardOf(r) == rank) mine.push_back(r);
   // Parameter buffers by iteration parity; gradient buffers per worker.
   for (auto& b : pbuf) b.resize(g.ops.size());
   gbuf.assign(c.workers, std::vector<std::vector<uint8_t>>(g.ops.size()));
   for (OpIndex r : mine) {
     for (auto& b : pbuf) b[r].resize(g.ops[r].bytes);
-    if (c.training()) for (auto& w : gbuf) w[r].resize(g.ops[r].bytes);
+    if (c.training())
+      for (auto& w : gbuf) w[r].resize(g.ops[r].bytes);
   }
   std::vector<std::vector<OpHandle>> sent(g.ops.size());  // per param, last iteration's sends
   std::string err;
@@ -102,7 +117,10 @@ int runServer(const Job& job, uint32_t rank) {
     if (pv) prio = (*pv)[r];
     auto& b = pbuf[k % 2][r];
     auto s = ch[w]->send(TensorKey{r, k, g.ops[r].name}, b.data(), b.size(), prio);
-    if (!s.isOk()) { if (err.empty()) err = s.status().toString(); return; }
+    if (!s.isOk()) {
+      if (err.empty()) err = s.status().toString();
+      return;
+    }
     sent[r].push_back(s.value());
   };
   auto sendAll = [&](uint32_t k) {
@@ -116,7 +134,10 @@ int runServer(const Job& job, uint32_t rank) {
     std::vector<OpHandle> rops;
     for (uint32_t w = 0; w < c.workers; ++w) {
       auto e = ch[w]->expect(TensorKey{kCtrlReady, k, ""}, &dummy[w], sizeof(uint32_t));
-      if (!e.isOk()) { err = e.status().toString(); return false; }
+      if (!e.isOk()) {
+        err = e.status().toString();
+        return false;
+      }
       rops.push_back(e.value());
     }
     return waitAll(rops, err);
@@ -141,8 +162,16 @@ int runServer(const Job& job, uint32_t rank) {
         auto e = ch[w]->expect(TensorKey{kGradBit | r, k, ""}, gbuf[w][r].data(), gbuf[w][r].size(),
                                [&, r, k](const Status& s) {
                                  std::lock_guard<std::mutex> l(mu);
-                                 if (!s.isOk()) { if (cb_err.empty()) cb_err = s.toString(); cv.notify_all(); return; }
-                                 if (++count[r] == c.workers) { count[r] = 0; ready.emplace_back(r, k); cv.notify_all(); }
+                                 if (!s.isOk()) {
+                                   if (cb_err.empty()) cb_err = s.toString();
+                                   cv.notify_all();
+                                   return;
+                                 }
+                                 if (++count[r] == c.workers) {
+                                   count[r] = 0;
+                                   ready.emplace_back(r, k);
+                                   cv.notify_all();
+                                 }
                                });
         if (!e.isOk() && err.empty()) err = e.status().toString();
       }
@@ -153,7 +182,10 @@ int runServer(const Job& job, uint32_t rank) {
     while (remaining > 0 && err.empty()) {
       std::unique_lock<std::mutex> l(mu);
       cv.wait(l, [&] { return !ready.empty() || !cb_err.empty(); });
-      if (!cb_err.empty()) { err = cb_err; break; }
+      if (!cb_err.empty()) {
+        err = cb_err;
+        break;
+      }
       auto [r, k] = ready.front();
       ready.pop_front();
       l.unlock();
@@ -174,7 +206,7 @@ int runServer(const Job& job, uint32_t rank) {
     }
   }
   for (OpIndex r : mine) waitAll(sent[r], err);
-  nlohmann::json out = {{"type", "ps"}, {"rank", rank}, {"params", mine.size()},
+  nlohmann::json out = {{"type", "ps"},         {"rank", rank},           {"params", mine.size()},
                         {"grads_ok", grads_ok}, {"grads_bad", grads_bad}, {"error", err}};
   std::cout << out.dump() << "\n" << std::flush;
   if (!err.empty()) std::cerr << "tictac-ps ps" << rank << ": " << err << "\n";

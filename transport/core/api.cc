@@ -26,9 +26,8 @@ void Op::finish(const Status& status) {
 }
 
 Status Op::wait(std::chrono::milliseconds timeout) {
-  auto deadline = timeout == std::chrono::milliseconds::max()
-                      ? Clock::time_point::max()
-                      : Clock::now() + timeout;
+  auto deadline = timeout == std::chrono::milliseconds::max() ? Clock::time_point::max()
+                                                              : Clock::now() + timeout;
   if (pump_) {  // set only without a progress thread (never empty)
     unsigned idle = 0, passes = 0;
     while (!done()) {
@@ -65,7 +64,9 @@ class ListenerImpl {
 
 Listener::Listener(std::unique_ptr<ListenerImpl> impl) : impl_(std::move(impl)) {}
 Listener::~Listener() = default;
-uint16_t Listener::port() const { return impl_->port; }
+uint16_t Listener::port() const {
+  return impl_->port;
+}
 
 Result<std::shared_ptr<Channel>> Listener::accept(std::chrono::milliseconds timeout) {
   std::string name;
@@ -107,11 +108,21 @@ Result<std::shared_ptr<Channel>> Context::connect(const std::string& host, uint1
 Status Context::registerMemory(const void* addr, size_t len) {
   return impl_->registerMemory(addr, len);
 }
-void Context::releaseMemory(const void* addr, size_t len) { impl_->releaseMemory(addr, len); }
-RegistrationStats Context::registrationStats() const { return impl_->registrationStats(); }
-std::vector<int> Context::progressCpus() const { return impl_->progressCpus(); }
-std::vector<PriorityStats> Context::priorityStats() const { return impl_->priorityStats(); }
-unsigned Context::progress() { return impl_->progress(); }
+void Context::releaseMemory(const void* addr, size_t len) {
+  impl_->releaseMemory(addr, len);
+}
+RegistrationStats Context::registrationStats() const {
+  return impl_->registrationStats();
+}
+std::vector<int> Context::progressCpus() const {
+  return impl_->progressCpus();
+}
+std::vector<PriorityStats> Context::priorityStats() const {
+  return impl_->priorityStats();
+}
+unsigned Context::progress() {
+  return impl_->progress();
+}
 unsigned Context::progress(std::chrono::microseconds max_wait) {
   // Capped at a year: the conversion to nanoseconds cannot overflow.
   constexpr std::chrono::microseconds kCap = std::chrono::hours(24 * 365);
@@ -120,15 +131,25 @@ unsigned Context::progress(std::chrono::microseconds max_wait) {
   std::shared_ptr<ContextImpl> keep = impl_;
   return keep->progressFor(std::clamp(max_wait, std::chrono::microseconds::zero(), kCap));
 }
-int Context::eventFd() { return impl_->eventFd(); }
-bool Context::arm() { return impl_->arm(); }
-const ContextOptions& Context::options() const { return impl_->options(); }
-std::string Context::backendName() const { return impl_->backendName(); }
+int Context::eventFd() {
+  return impl_->eventFd();
+}
+bool Context::arm() {
+  return impl_->arm();
+}
+const ContextOptions& Context::options() const {
+  return impl_->options();
+}
+std::string Context::backendName() const {
+  return impl_->backendName();
+}
 
 // ---- Channel ----------------------------------------------------------------
 Channel::Channel(std::shared_ptr<ContextImpl> ctx, uint32_t peer)
     : ctx_(std::move(ctx)), peer_(peer) {}
-Channel::~Channel() { close(); }
+Channel::~Channel() {
+  close();
+}
 
 Result<OpHandle> Channel::send(const TensorKey& tensor, const void* buf, size_t len,
                                std::optional<Priority> priority, Completion completion) {
@@ -140,10 +161,20 @@ Result<OpHandle> Channel::expect(const TensorKey& tensor, void* dst, size_t len,
   return ctx_->expect(peer_, tensor, dst, len, std::move(completion));
 }
 
-bool Channel::cancel(const OpHandle& op) { return ctx_->cancel(peer_, op); }
-void Channel::close() { ctx_->closePeer(peer_); }
-bool Channel::alive() const { return ctx_->peerAlive(peer_); }
-std::string Channel::peerName() const { return ctx_->peerName(peer_); }
-uint32_t Channel::peerId() const { return peer_; }
+bool Channel::cancel(const OpHandle& op) {
+  return ctx_->cancel(peer_, op);
+}
+void Channel::close() {
+  ctx_->closePeer(peer_);
+}
+bool Channel::alive() const {
+  return ctx_->peerAlive(peer_);
+}
+std::string Channel::peerName() const {
+  return ctx_->peerName(peer_);
+}
+uint32_t Channel::peerId() const {
+  return peer_;
+}
 
 }  // namespace tictac::transport

@@ -133,7 +133,8 @@ Status sendFrame(int fd, FrameType type, std::span<const uint8_t> payload) {
   FrameHeader h;
   h.type = static_cast<uint16_t>(type);
   h.length = static_cast<uint32_t>(payload.size());
-  if (payload.size() > kMaxFrame) return {StatusCode::kInvalidArgument, "bootstrap frame too large"};
+  if (payload.size() > kMaxFrame)
+    return {StatusCode::kInvalidArgument, "bootstrap frame too large"};
   std::vector<uint8_t> buf(sizeof(h) + payload.size());
   std::memcpy(buf.data(), &h, sizeof(h));
   std::copy(payload.begin(), payload.end(), buf.begin() + sizeof(h));
@@ -158,16 +159,16 @@ Result<Frame> recvFrame(int fd, Deadline deadline) {
   if (Status s = readAll(fd, &h, sizeof(h), deadline); !s) return s;
   if (h.magic != kMagic) return Status(StatusCode::kProtocolError, "bootstrap: bad magic");
   if (h.version != kVersion) {
-    return Status(StatusCode::kProtocolError,
-                  "bootstrap: peer speaks version " + std::to_string(h.version) +
-                      ", this side " + std::to_string(kVersion));
+    return Status(StatusCode::kProtocolError, "bootstrap: peer speaks version " +
+                                                  std::to_string(h.version) + ", this side " +
+                                                  std::to_string(kVersion));
   }
   if (h.type < 1 || h.type > static_cast<uint16_t>(FrameType::kReady)) {
     return Status(StatusCode::kProtocolError, "bootstrap: unknown frame " + std::to_string(h.type));
   }
   if (h.length > kMaxFrame) {
-    return Status(StatusCode::kProtocolError, "bootstrap: frame of " + std::to_string(h.length) +
-                                                  " bytes exceeds the limit");
+    return Status(StatusCode::kProtocolError,
+                  "bootstrap: frame of " + std::to_string(h.length) + " bytes exceeds the limit");
   }
   Frame f;
   f.type = static_cast<FrameType>(h.type);

@@ -25,7 +25,7 @@
 namespace tictac::transport::bootstrap {
 
 inline constexpr uint32_t kMagic = 0x42544354;  // "TCTB"
-inline constexpr uint16_t kVersion = 3;  // 2: data-path wire version 2; 3: kReady
+inline constexpr uint16_t kVersion = 3;         // 2: data-path wire version 2; 3: kReady
 inline constexpr uint32_t kMaxFrame = 1 << 20;
 
 enum class FrameType : uint16_t { kHello = 1, kRefuse = 2, kHeartbeat = 3, kBye = 4, kReady = 5 };

@@ -21,9 +21,11 @@ namespace {
 TICTAC_TLS_IE thread_local int t_in_callbacks = 0;  // >0 while this thread runs completions
 // The context whose completions this thread is running (progress()), if any.
 TICTAC_TLS_IE thread_local const ContextImpl* t_dispatching = nullptr;
-}
+}  // namespace
 
-bool ContextImpl::inCallbacks() { return t_in_callbacks > 0; }
+bool ContextImpl::inCallbacks() {
+  return t_in_callbacks > 0;
+}
 
 ContextImpl::ContextImpl(const ContextOptions& options) : opts_(options) {}
 
@@ -76,8 +78,9 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
                                               });
   if (options.progress_thread) {
     const char* env = std::getenv("TICTAC_PROGRESS_CPUS");
-    auto cpus = resolveProgressCpus(env != nullptr ? env : options.progress_cpus,
-                                    [&c] { return c->backend_->localCpus(); }, allowedCpus());
+    auto cpus = resolveProgressCpus(
+        env != nullptr ? env : options.progress_cpus, [&c] { return c->backend_->localCpus(); },
+        allowedCpus());
     if (!cpus) {  // say where a bad value came from
       const Status& s = cpus.status();
       return env == nullptr ? s : Status(s.code(), "TICTAC_PROGRESS_CPUS: " + s.message());

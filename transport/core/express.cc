@@ -84,9 +84,8 @@ void ContextImpl::endExpress(Status st) {
 
 bool ContextImpl::landExpress(const wire::Header& h, Incoming& in, Peer& peer) {
   RecvOp& r = xexpect_;
-  const bool whole = (h.flags & wire::kFlagLast) != 0 && h.offset == 0 &&
-                     h.length == h.total_len && h.total_len == r.len &&
-                     (in.data != nullptr || h.length == 0);
+  const bool whole = (h.flags & wire::kFlagLast) != 0 && h.offset == 0 && h.length == h.total_len &&
+                     h.total_len == r.len && (in.data != nullptr || h.length == 0);
   if (!whole) {  // a chunk, a rendezvous payload or a size mismatch: the tables handle it
     promoteExpect();
     return false;

@@ -1,8 +1,8 @@
 #include "tictac/transport/hints.h"
 
 #include <cerrno>
-#include <cstring>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -16,14 +16,13 @@ std::optional<Priority> NameHintProvider::priorityOf(const TensorKey& tensor) co
 }
 
 Result<std::shared_ptr<NameHintProvider>> parseTsvHints(const std::string& text,
-                                                       const std::string& origin) {
+                                                        const std::string& origin) {
   std::unordered_map<std::string, Priority> table;
   std::istringstream in(text);
   std::string line;
   size_t lineno = 0;
   auto bad = [&](const std::string& why) {
-    return Status(StatusCode::kInvalidArgument,
-                  origin + ":" + std::to_string(lineno) + ": " + why);
+    return Status(StatusCode::kInvalidArgument, origin + ":" + std::to_string(lineno) + ": " + why);
   };
   while (std::getline(in, line)) {
     ++lineno;

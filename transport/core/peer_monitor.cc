@@ -99,9 +99,9 @@ void PeerMonitor::run() {
           if (!s) lost.emplace_back(peer, s);
         }
         if (now - link.last_seen > timeout_) {
-          lost.emplace_back(peer, Status(StatusCode::kPeerLost,
-                                         "no heartbeat from peer for " +
-                                             std::to_string(timeout_.count()) + " ms"));
+          lost.emplace_back(
+              peer, Status(StatusCode::kPeerLost, "no heartbeat from peer for " +
+                                                      std::to_string(timeout_.count()) + " ms"));
         }
         fds.push_back(pollfd{link.fd, POLLIN, 0});
         peers.push_back(peer);

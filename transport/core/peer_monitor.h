@@ -47,7 +47,7 @@ class PeerMonitor {
   LostFn on_lost_;
   std::mutex mu_;
   std::map<uint32_t, Link> links_;
-  std::vector<int> closing_;  // removed links, closed by the monitor thread
+  std::vector<int> closing_;    // removed links, closed by the monitor thread
   int wake_fds_[2] = {-1, -1};  // pipe: add/remove/stop wake the poll
   bool stop_ = false;
   std::thread thread_;

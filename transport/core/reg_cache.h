@@ -72,7 +72,7 @@ class RegCache {
 
   Backend* backend_;
   std::map<uintptr_t, std::unique_ptr<MemoryRegion>> entries_;  // by base address
-  std::vector<std::unique_ptr<MemoryRegion>> retired_;  // replaced, maybe still in use
+  std::vector<std::unique_ptr<MemoryRegion>> retired_;          // replaced, maybe still in use
   uint64_t hits_ = 0, misses_ = 0, invalidations_ = 0;
 
   std::atomic_flag spin_ = ATOMIC_FLAG_INIT;

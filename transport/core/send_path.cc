@@ -199,7 +199,8 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
   pit->second.acks.clear();
   pit->second.ctrl.clear();
   backend_->removePeer(peer);  // its posts and receives complete later (with errors)
-  if (express_.token != 0 && express_.key.peer == peer) endExpress(why);  // its completion finds none
+  if (express_.token != 0 && express_.key.peer == peer)
+    endExpress(why);  // its completion finds none
   std::vector<uint64_t> dropped;
   sched_->failPeer(peer, &dropped);
   for (uint64_t id : sends_.idsWhere([&](const SendOp& op) { return op.peer == peer; })) {

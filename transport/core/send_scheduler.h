@@ -92,7 +92,8 @@ class SendScheduler {
   static Clock::time_point now() {
     timespec ts;
     ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+    return Clock::time_point(std::chrono::seconds(ts.tv_sec) +
+                             std::chrono::nanoseconds(ts.tv_nsec));
   }
 
   struct PriorityCounters {

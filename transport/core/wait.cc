@@ -74,7 +74,9 @@ void ContextImpl::progressLoop() {
   }
 }
 
-int ContextImpl::eventFd() { return event_fd_; }
+int ContextImpl::eventFd() {
+  return event_fd_;
+}
 
 // wakeSleepers() (context_impl.h) calls this when a sleeper is counted. Its
 // fetch_add(0) pairs with progressFor()'s increment before it looks for

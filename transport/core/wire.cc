@@ -23,8 +23,8 @@ Status decodeHeader(std::span<const std::byte> raw, size_t payload_len, Header* 
     return bad("version " + std::to_string(h.version) + ", this side speaks " +
                std::to_string(kVersion));
   }
-  uint8_t known = h.type == static_cast<uint8_t>(MsgType::kData) ? (kFlagLast | kFlagNoAck)
-                                                                : kFlagLast;
+  uint8_t known =
+      h.type == static_cast<uint8_t>(MsgType::kData) ? (kFlagLast | kFlagNoAck) : kFlagLast;
   if ((h.flags & ~known) != 0) return bad("unknown flags " + std::to_string(h.flags));
   if (h.length != payload_len) {
     return bad("length field " + std::to_string(h.length) + " but payload of " +

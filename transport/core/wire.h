@@ -28,7 +28,7 @@
 namespace tictac::transport::wire {
 
 inline constexpr uint32_t kMagic = 0x57544354;  // "TCTW" in memory order
-inline constexpr uint16_t kVersion = 2;  // 2: kFlagNoAck, AckEntry.offset
+inline constexpr uint16_t kVersion = 2;         // 2: kFlagNoAck, AckEntry.offset
 
 enum class MsgType : uint8_t { kData = 1, kAck = 2, kNack = 3, kAbort = 4 };
 inline constexpr uint8_t kFlagLast = 1;   // the op's final chunk

@@ -56,12 +56,18 @@ std::string busId(hwloc_obj_t pci) {
 
 const char* osdevKind(hwloc_obj_osdev_type_t t) {
   switch (t) {
-    case HWLOC_OBJ_OSDEV_GPU: return "gpu";
-    case HWLOC_OBJ_OSDEV_COPROC: return "coproc";
-    case HWLOC_OBJ_OSDEV_NETWORK: return "net";
-    case HWLOC_OBJ_OSDEV_OPENFABRICS: return "openfabrics";
-    case HWLOC_OBJ_OSDEV_BLOCK: return "block";
-    case HWLOC_OBJ_OSDEV_DMA: return "dma";
+    case HWLOC_OBJ_OSDEV_GPU:
+      return "gpu";
+    case HWLOC_OBJ_OSDEV_COPROC:
+      return "coproc";
+    case HWLOC_OBJ_OSDEV_NETWORK:
+      return "net";
+    case HWLOC_OBJ_OSDEV_OPENFABRICS:
+      return "openfabrics";
+    case HWLOC_OBJ_OSDEV_BLOCK:
+      return "block";
+    case HWLOC_OBJ_OSDEV_DMA:
+      return "dma";
   }
   return "pci";
 }
@@ -73,11 +79,11 @@ Neighbour describe(hwloc_topology_t t, hwloc_obj_t pci) {
   n.name = n.pciBusId;
   n.numaNode = numaOf(t, pci);
   const unsigned id = pci->attr->pcidev.class_id, cls = id >> 8;
-  n.kind = id == 0x0302 ? "gpu"  // 3D controller; VGA (0x0300) is only a GPU with a driver (osdev)
-         : cls == 0x03   ? "display"
-         : cls == 0x12   ? "coproc"
-         : cls == 0x02   ? "net"
-         : cls == 0x01   ? "block"
+  n.kind = id == 0x0302  ? "gpu"  // 3D controller; VGA (0x0300) is only a GPU with a driver (osdev)
+           : cls == 0x03 ? "display"
+           : cls == 0x12 ? "coproc"
+           : cls == 0x02 ? "net"
+           : cls == 0x01 ? "block"
                          : "pci";
   for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
     if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) {
@@ -126,9 +132,13 @@ std::vector<int> Topology::allCpus() const {
   return indexes(impl_->topo, hwloc_topology_get_allowed_cpuset(impl_->topo));
 }
 
-int Topology::cores() const { return hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_CORE); }
+int Topology::cores() const {
+  return hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_CORE);
+}
 
-bool Topology::seesPci() const { return hwloc_get_next_pcidev(impl_->topo, nullptr) != nullptr; }
+bool Topology::seesPci() const {
+  return hwloc_get_next_pcidev(impl_->topo, nullptr) != nullptr;
+}
 
 Placement Topology::place(std::string_view ibvDevice) const {
   Placement p;
@@ -136,9 +146,9 @@ Placement Topology::place(std::string_view ibvDevice) const {
   hwloc_topology_t t = impl_->topo;
   hwloc_obj_t os = findOpenFabrics(t, ibvDevice);
   if (!os) {
-    p.note = seesPci()
-        ? "hwloc sees no PCI device for it (a software device such as rxe or siw)"
-        : "hwloc sees no PCI devices on this machine (no /sys/bus/pci: a container or a VM without PCI)";
+    p.note = seesPci() ? "hwloc sees no PCI device for it (a software device such as rxe or siw)"
+                       : "hwloc sees no PCI devices on this machine (no /sys/bus/pci: a container "
+                         "or a VM without PCI)";
     return p;
   }
   if (hwloc_obj_t pci = pciParent(os)) p.pciBusId = busId(pci);

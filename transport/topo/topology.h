@@ -18,10 +18,10 @@ namespace tictac::transport::topo {
 
 // A PCI device or OS device near an RDMA device (or anywhere, for gpus()).
 struct Neighbour {
-  std::string name;     // OS device name (e.g. "eth0", "mlx5_1", "card0"), else the PCI bus id
-  std::string kind;     // "gpu", "coproc", "display", "net", "openfabrics", "block", "dma", "pci"
-  std::string pciBusId; // "0000:3b:00.0", empty when not on PCI
-  int numaNode = -1;    // -1 when hwloc cannot place it
+  std::string name;      // OS device name (e.g. "eth0", "mlx5_1", "card0"), else the PCI bus id
+  std::string kind;      // "gpu", "coproc", "display", "net", "openfabrics", "block", "dma", "pci"
+  std::string pciBusId;  // "0000:3b:00.0", empty when not on PCI
+  int numaNode = -1;     // -1 when hwloc cannot place it
 };
 
 // Placement of one ibverbs device. numaNode < 0 means unknown: hwloc sees no
@@ -53,13 +53,13 @@ class Topology {
   std::vector<NumaNode> numaNodes() const;  // at least one on Linux
   std::vector<int> allCpus() const;         // every PU the process may use
   int cores() const;
-  bool seesPci() const;                     // hwloc found at least one PCI device
+  bool seesPci() const;  // hwloc found at least one PCI device
   Placement place(std::string_view ibvDevice) const;
   // PCI devices and GPUs that share the device's locality (same non-I/O
   // ancestor, e.g. the same NUMA node), the device itself excluded. Empty
   // when the device is unknown to hwloc.
   std::vector<Neighbour> neighbours(std::string_view ibvDevice) const;
-  std::vector<Neighbour> gpus() const;      // every GPU / co-processor OS device
+  std::vector<Neighbour> gpus() const;  // every GPU / co-processor OS device
 
  private:
   struct Impl;

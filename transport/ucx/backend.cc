@@ -33,8 +33,8 @@ Status UcxBackend::init(const BackendOptions& options) {
     tls = env;
   }
   bool maybe_shm = tls.empty() || tls.find("all") != std::string::npos ||
-                   tls.find("sm") != std::string::npos || tls.find("shm") != std::string::npos || tls.find("posix") != std::string::npos ||
-                   tls.find("sysv") != std::string::npos;
+                   tls.find("sm") != std::string::npos || tls.find("shm") != std::string::npos ||
+                   tls.find("posix") != std::string::npos || tls.find("sysv") != std::string::npos;
   if (maybe_shm) {
     ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
     ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
@@ -58,16 +58,18 @@ Status UcxBackend::init(const BackendOptions& options) {
               "UCX config " + key + "=" + value + ": " + ucs_status_string(st)};
     }
   }
-  if (!options.device.empty()) (void)ucp_config_modify(config, "NET_DEVICES", options.device.c_str());
+  if (!options.device.empty())
+    (void)ucp_config_modify(config, "NET_DEVICES", options.device.c_str());
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
-                      UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.field_mask =
+      UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.request_size = sizeof(RequestData);
   params.mt_workers_shared = 0;
   st = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  if (st != UCS_OK) return {StatusCode::kNoDevice, std::string("ucp_init: ") + ucs_status_string(st)};
+  if (st != UCS_OK)
+    return {StatusCode::kNoDevice, std::string("ucp_init: ") + ucs_status_string(st)};
   confirms_ = rendezvousConfirms(context_, options);
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -169,8 +171,8 @@ Status UcxBackend::post(PeerId peer, std::span<const std::byte> header, const vo
   auto it = eps_.find(peer);
   if (it == eps_.end()) return {StatusCode::kPeerLost, "no endpoint for peer"};
   ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                    UCP_OP_ATTR_FIELD_FLAGS;
+  rp.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   rp.cb.send = &UcxBackend::onSend;
   rp.user_data = this;
   rp.flags = 0;
@@ -201,13 +203,13 @@ void UcxBackend::onSend(void* request, ucs_status_t status, void* user_data) {
     return;
   }
   if (peerGone(status)) {
-    self->events_->onSendDone(token, Status(StatusCode::kPeerLost,
-                                            std::string("UCX send ended: peer gone (") +
-                                                ucs_status_string(status) + ")"));
+    self->events_->onSendDone(
+        token, Status(StatusCode::kPeerLost, std::string("UCX send ended: peer gone (") +
+                                                 ucs_status_string(status) + ")"));
     return;
   }
-  self->events_->onSendDone(token, status == UCS_OK ? Status::ok()
-                                                    : ucxError("UCX send failed", status));
+  self->events_->onSendDone(token,
+                            status == UCS_OK ? Status::ok() : ucxError("UCX send failed", status));
 }
 
 ucs_status_t UcxBackend::onAm(void* arg, const void* header, size_t header_length, void* data,
@@ -217,8 +219,8 @@ ucs_status_t UcxBackend::onAm(void* arg, const void* header, size_t header_lengt
   Incoming in;
   in.length = length;
   in.data = rndv ? nullptr : data;
-  self->events_->onMessage(kUnknownPeer,
-                           {static_cast<const std::byte*>(header), header_length}, in);
+  self->events_->onMessage(kUnknownPeer, {static_cast<const std::byte*>(header), header_length},
+                           in);
   // Consumed, or a dropped rendezvous: its ATS then carries an error, so a
   // sender never takes a payload nobody landed for a delivery.
   // (The core keeps every payload of a live peer: a drop means the peer is gone.)

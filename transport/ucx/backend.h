@@ -71,8 +71,7 @@ class UcxBackend final : public Backend {
   void removePeer(PeerId peer) override;
   Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
   Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,
-              const MemoryRegion* region, uint64_t token,
-              uint32_t priority) override;
+              const MemoryRegion* region, uint64_t token, uint32_t priority) override;
   Status receive(void* desc, void* dst, size_t len, const MemoryRegion* region,
                  uint64_t token) override;
   void release(void* desc) override;
@@ -91,8 +90,8 @@ class UcxBackend final : public Backend {
   // A retained incoming payload (the Backend's opaque desc).
   struct Retained {
     enum Kind { kRndv, kData, kCopy } kind;
-    void* ucx = nullptr;        // rndv descriptor or persistent data
-    std::vector<char> copy;     // kCopy
+    void* ucx = nullptr;     // rndv descriptor or persistent data
+    std::vector<char> copy;  // kCopy
   };
   static ucs_status_t onAm(void* arg, const void* header, size_t header_length, void* data,
                            size_t length, const ucp_am_recv_param_t* param);
@@ -105,8 +104,8 @@ class UcxBackend final : public Backend {
   // ucp_worker_destroy (see closeEndpoint in backend.cc).
   void closeEndpoint(ucp_ep_h ep);
 
-  Retained* newRetained();             // from free_retained_ when possible
-  void freeRetained(Retained* r);       // back to free_retained_ (bounded)
+  Retained* newRetained();         // from free_retained_ when possible
+  void freeRetained(Retained* r);  // back to free_retained_ (bounded)
 
   BackendEvents* events_;
   std::vector<Retained*> free_retained_;  // recycled descs: no malloc per rendezvous
@@ -114,11 +113,11 @@ class UcxBackend final : public Backend {
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER
-  bool confirms_ = false;     // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
+  bool confirms_ = false;  // rendezvousConfirms() at init; off once an endpoint lacks an RMA lane
   std::map<PeerId, ucp_ep_h> eps_;
-  std::vector<void*> closing_;                            // ep close requests
+  std::vector<void*> closing_;            // ep close requests
   DeferredDone sends_done_, recvs_done_;  // completed inside a post; reported by progress()
-  UnmapHook hook_ = nullptr;  // one hook (the context's cache); set before ucm sees it
+  UnmapHook hook_ = nullptr;              // one hook (the context's cache); set before ucm sees it
   void* hook_arg_ = nullptr;
 };
 

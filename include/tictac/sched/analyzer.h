@@ -22,13 +22,13 @@ using Priority = uint32_t;
 struct AnalyzerOptions {
   double bandwidth_gbps = 10.0;  // transfer time M = bytes*8/(gbps*1e3) us + latency_us
   double latency_us = 0.0;
-  bool use_recv_times = false;   // a recv's own time_us replaces the formula
-  uint64_t seed = 0;             // random
+  bool use_recv_times = false;  // a recv's own time_us replaces the formula
+  uint64_t seed = 0;            // random
 };
 
 struct ScheduleEntry {
-  std::string name;   // recv op name
-  OpIndex op = 0;     // index in the analyzed graph
+  std::string name;  // recv op name
+  OpIndex op = 0;    // index in the analyzed graph
   Priority priority = 0;
 };
 

@@ -33,9 +33,9 @@ using OpIndex = uint32_t;
 struct Op {
   std::string name;
   OpKind kind = OpKind::kCompute;
-  uint64_t bytes = 0;     // recv only
-  double time_us = 0.0;   // compute: run time; recv: optional measured transfer time
-  bool has_time = false;  // time_us was given (by the graph or a timing trace)
+  uint64_t bytes = 0;           // recv only
+  double time_us = 0.0;         // compute: run time; recv: optional measured transfer time
+  bool has_time = false;        // time_us was given (by the graph or a timing trace)
   std::vector<OpIndex> inputs;  // indices into Graph::ops
 };
 

@@ -31,16 +31,16 @@ class ContextImpl;
 class ListenerImpl;
 
 struct ContextOptions {
-  std::string backend = "ucx";                       // "ucx" or "verbs"
-  std::string device;                                // backend device; empty = backend's choice
+  std::string backend = "ucx";                        // "ucx" or "verbs"
+  std::string device;                                 // backend device; empty = backend's choice
   std::map<std::string, std::string> backend_config;  // e.g. UCX: {"TLS", "tcp"}
-  bool progress_thread = false;                      // run progress on an internal thread
+  bool progress_thread = false;                       // run progress on an internal thread
   // Where that thread runs: "auto" = the CPUs local to the device (the NIC's
   // NUMA node, from hwloc; unbound when unknown, e.g. rxe or UCX), "none", or
   // a CPU list such as "0-3,8". TICTAC_PROGRESS_CPUS overrides it. A bad list
   // or a CPU outside the process's set fails create() (kInvalidArgument).
   std::string progress_cpus = "auto";
-  uint64_t job_token = 0;                            // peers with another token are refused
+  uint64_t job_token = 0;                             // peers with another token are refused
   std::chrono::milliseconds heartbeat_interval{500};  // bootstrap heartbeat period
   std::chrono::milliseconds peer_timeout{3000};       // silence that declares a peer lost
   std::chrono::milliseconds connect_timeout{10000};   // connect() retries this long
@@ -51,9 +51,9 @@ struct ContextOptions {
   // Scheduler knobs (0 = library default, see docs/transport.md).
   size_t chunk_bytes = 0;
   size_t window_bytes = 0;
-  double rate_gbps = 0;      // payload pacing; 0 = unpaced
-  size_t max_queued = 0;     // sends queued (not yet started) before kNoResource
-  Priority default_priority = 1u << 31;  // when send() has no priority and no hint
+  double rate_gbps = 0;                       // payload pacing; 0 = unpaced
+  size_t max_queued = 0;                      // sends queued (not yet started) before kNoResource
+  Priority default_priority = 1u << 31;       // when send() has no priority and no hint
   std::shared_ptr<const HintProvider> hints;  // optional
 };
 

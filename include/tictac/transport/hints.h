@@ -42,6 +42,6 @@ class NameHintProvider : public HintProvider {
 Result<std::shared_ptr<NameHintProvider>> loadTsvHints(const std::string& path);
 // Same, from text already in memory (`origin` names it in error messages).
 Result<std::shared_ptr<NameHintProvider>> parseTsvHints(const std::string& text,
-                                                       const std::string& origin);
+                                                        const std::string& origin);
 
 }  // namespace tictac::transport

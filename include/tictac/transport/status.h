@@ -54,8 +54,8 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                     // NOLINT: implicit
-  Result(Status status) : status_(std::move(status)) {               // NOLINT: implicit
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit
     if (status_.isOk()) status_ = Status(StatusCode::kInvalidArgument, "Result without value");
   }
   bool isOk() const { return value_.has_value(); }
