@@ -11,6 +11,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace tictac::ps {
 
@@ -44,36 +45,27 @@ std::string fmt(double v) {
 }
 
 std::vector<std::string> roleArgs(const std::string& self, const Config& c) {
-  return {self,
-          c.graph,
-          "--mode",
-          c.mode,
-          "--workers",
-          std::to_string(c.workers),
-          "--ps",
-          std::to_string(c.ps),
-          "--iterations",
-          std::to_string(c.iterations),
-          "--order",
-          c.order,
-          "--seed",
-          std::to_string(c.seed),
-          "--backend",
-          c.backend,
-          "--rate-gbps",
-          fmt(c.rate_gbps),
-          "--compute-scale",
-          fmt(c.compute_scale),
-          "--bwd-factor",
-          fmt(c.bwd_factor),
-          "--chunk",
-          std::to_string(c.chunk_bytes),
-          "--window",
-          std::to_string(c.window_bytes),
-          "--port",
-          std::to_string(c.port),
-          "--trace-iteration",
-          std::to_string(c.trace_iteration)};
+  const std::pair<const char*, std::string> flags[] = {
+      {"--mode", c.mode},
+      {"--workers", std::to_string(c.workers)},
+      {"--ps", std::to_string(c.ps)},
+      {"--iterations", std::to_string(c.iterations)},
+      {"--order", c.order},
+      {"--seed", std::to_string(c.seed)},
+      {"--backend", c.backend},
+      {"--rate-gbps", fmt(c.rate_gbps)},
+      {"--compute-scale", fmt(c.compute_scale)},
+      {"--bwd-factor", fmt(c.bwd_factor)},
+      {"--chunk", std::to_string(c.chunk_bytes)},
+      {"--window", std::to_string(c.window_bytes)},
+      {"--port", std::to_string(c.port)},
+      {"--trace-iteration", std::to_string(c.trace_iteration)}};
+  std::vector<std::string> args{self, c.graph};
+  for (const auto& [flag, value] : flags) {
+    args.push_back(flag);
+    args.push_back(value);
+  }
+  return args;
 }
 
 void readLines(int fd, const std::function<void(const std::string&)>& fn) {
