@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -39,15 +38,6 @@ struct Args {
   uint64_t seed = 0;
   bool json = false;
 };
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw std::runtime_error("cannot read " + path);
-  return ss.str();
-}
 
 std::string num(double v) {
   char buf[64];
@@ -183,7 +173,7 @@ int run(Args& a) {
       }
     } else if (std::filesystem::is_regular_file(a.order)) {
       order_name = std::filesystem::path(a.order).filename().string();
-      r = simulate(g, parseOrderTsv(g, readFile(a.order)), a.sim);
+      r = simulate(g, loadOrderFile(g, a.order), a.sim);
     } else {
       std::cerr << "tictac-sim: --order " << a.order << ": neither a known algorithm ("
                 << tictac::tools::joinNames(reg.names()) << ") nor a readable file\n";

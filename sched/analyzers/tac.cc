@@ -36,6 +36,7 @@ namespace tictac::sched::analyzers {
 namespace {
 
 constexpr size_t kSmallCandidates = 8;  // below this, test candidates one by one
+constexpr size_t kMaxTacRecvs = 100000;
 
 struct Key {
   int cls;      // 0: M < P (transfer shorter than the compute it unlocks)
@@ -205,6 +206,13 @@ class Tac final : public Analyzer {
 
   Schedule analyze(const Graph& g, const AnalyzerOptions& o) const override {
     const LiveDag d = buildLiveDag(g);
+    // Each pick scans the outstanding recvs: the time grows as their number
+    // squared (100,000 recvs: ~23 s on the development machine; docs/sched.md).
+    if (d.recvs.size() > kMaxTacRecvs) {
+      throw InputError("tac: " + std::to_string(d.recvs.size()) + " recvs, more than " +
+                       std::to_string(kMaxTacRecvs) +
+                       " (its time grows as their number squared); use tic for such a graph");
+    }
     std::vector<int64_t> m = transferNs(g, d, o);
     DepSets sets(g, d, /*with_times=*/true);
     TacState state(sets, std::move(m));

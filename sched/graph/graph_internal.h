@@ -2,6 +2,7 @@
 // validator and the timing-trace reader. Not part of the public API.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,10 @@ std::vector<OpIndex> kahnOrder(const Graph& g);
 std::string describeCycle(const Graph& g, const std::vector<OpIndex>& partial);
 
 // Reads a whole file. Throws std::runtime_error "<path>: <strerror>" on I/O
-// failure (tools exit 1 on it).
+// failure (tools exit 1 on it), and InputError naming the path for a device
+// (/dev/zero never ends) or more than kMaxInputFileBytes (a pipe that never
+// ends: the read stops there; protobuf's own limit for an ONNX model).
+inline constexpr size_t kMaxInputFileBytes = size_t{2} << 30;
 std::string readFile(const std::string& path);
 
 // One warning line summarising the ops prune() removed, e.g.

@@ -1,10 +1,13 @@
 // sched/graph/load.cc: loadGraph() dispatches on the file extension; file
 // reading shared with the timing-trace loader.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "sched/graph/graph_internal.h"
 #include "sched/onnx/onnx_loader.h"
@@ -16,10 +19,18 @@ namespace detail {
 std::string readFile(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw std::runtime_error(path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(::fileno(f.get()), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    throw InputError(path + ": is a device, not a file");
+  }
   std::string text;
   char buf[1 << 16];
   for (;;) {
     const size_t n = std::fread(buf, 1, sizeof buf, f.get());
+    if (text.size() + n > kMaxInputFileBytes) {
+      throw InputError(path + ": larger than " + std::to_string(kMaxInputFileBytes >> 20) +
+                       " MiB, the most an input file may hold");
+    }
     text.append(buf, n);
     if (n < sizeof buf) break;
   }

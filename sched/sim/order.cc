@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "sched/graph/graph_internal.h"
 #include "tictac/sched/sim.h"
 
 namespace tictac::sched {
@@ -113,6 +114,15 @@ PriorityVector parseOrderTsv(const Graph& g, std::string_view text) {
     if (!seen[r]) throw InputError("order file has no line for recv " + g.ops[r].name);
   }
   return pv;
+}
+
+PriorityVector loadOrderFile(const Graph& g, const std::string& path) {
+  const std::string text = detail::readFile(path);
+  try {
+    return parseOrderTsv(g, text);
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
 }
 
 }  // namespace tictac::sched

@@ -3,12 +3,14 @@
 // problem.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <initializer_list>
 #include <string>
 #include <string_view>
 
 #include "tictac/sched/graph.h"
+#include "tictac/sched/sim.h"
 
 namespace tictac::sched {
 namespace {
@@ -216,6 +218,28 @@ TEST(GraphBadInput, LoadGraphNamesTheFile) {
     EXPECT_THAT(e.what(), HasSubstr("graph_bad_input_test.json: op \"w\""));
   }
   std::remove(path.c_str());
+}
+
+// A device never ends (/dev/zero, /dev/urandom): graph, timing and order
+// files that are devices are refused by name before anything is read.
+TEST(GraphBadInput, DevicesAreRefused) {
+  const std::string link = std::string(TICTAC_BUILD_ROOT) + "/graph_bad_input_zero.json";
+  std::remove(link.c_str());
+  ASSERT_EQ(::symlink("/dev/zero", link.c_str()), 0);
+  try {
+    loadGraph(link);
+    ADD_FAILURE() << "accepted /dev/zero";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("graph_bad_input_zero.json: is a device, not a file"));
+  }
+  std::remove(link.c_str());
+  const Graph g = parseGraphJson(withOps(""));
+  try {
+    loadOrderFile(g, "/dev/urandom");
+    ADD_FAILURE() << "accepted /dev/urandom as an order file";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/dev/urandom: is a device"));
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // tests/sched/tac_columns_test.cc: the column layout TAC reads its dependency
 // sets in (dep_sets.h ColumnSets): every word of every group survives the
 // in-place move to column blocks, across full blocks and a short last one,
-// and TAC's answer on such a graph does not depend on where the bits lie.
+// and TAC's answer on such a graph does not depend on where the bits lie;
+// past its recv limit TAC refuses a graph.
 // (Its speed past ~256 MB of sets, the reason for the layout, is a wall-time
 // matter: docs/perf.md "Analyzer (TAC) and simulator".)
 #include <gtest/gtest.h>
@@ -95,6 +96,30 @@ TEST(TacColumns, AnswerDoesNotDependOnWhereTheBitsLie) {
   for (const auto& [name, p] : want) seen.push_back(p);
   std::sort(seen.begin(), seen.end());
   for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i);
+}
+
+// TAC's time grows as the number of recvs squared: past its limit it refuses
+// the graph at once, naming the count and the way out, instead of running
+// for minutes (a million recvs into one op ran for over a minute before).
+TEST(TacColumns, RefusesMoreRecvsThanItsLimit) {
+  GraphBuilder b("fan-in");
+  Graph& g = b.graph();
+  Op sink;
+  sink.name = "sink";
+  sink.has_time = true;
+  sink.time_us = 1;
+  for (uint32_t i = 0; i < 100001; ++i) sink.inputs.push_back(b.recv("p" + std::to_string(i), 4));
+  b.output(static_cast<OpIndex>(g.ops.size()));
+  g.ops.push_back(std::move(sink));
+  auto tac = AnalyzerRegistry::withBuiltins().create("tac");
+  try {
+    tac->analyze(g, bytesAreMicros());
+    FAIL() << "tac analyzed 100001 recvs";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("100001 recvs, more than 100000"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("use tic"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

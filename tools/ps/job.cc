@@ -5,8 +5,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "transport/core/send_scheduler.h"
 
@@ -32,10 +30,7 @@ Job::Job(const Config& c) : c_(c) {
       static_order_ = priorityVector(g_, a->analyze(g_, analyzerOptions()));
     }
   } else if (std::filesystem::is_regular_file(c.order)) {
-    std::ifstream f(c.order, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    static_order_ = parseOrderTsv(g_, ss.str());
+    static_order_ = loadOrderFile(g_, c.order);
   } else {
     throw InputError("--order " + c.order +
                      ": neither random, fifo, tic, tac, reverse nor a readable file");

@@ -83,6 +83,10 @@ PriorityVector priorityVector(const Graph& g, const Schedule& s);
 // that has no line.
 PriorityVector parseOrderTsv(const Graph& g, std::string_view text);
 
+// parseOrderTsv() of a file, read as the graph loaders read one (a device or
+// more than 2 GiB refused); errors name the path.
+PriorityVector loadOrderFile(const Graph& g, const std::string& path);
+
 // The order of worker `w` in iteration `k`. Called once per (w, k), from the
 // thread that called simulate(), while it runs (lazily, when the first
 // transfer of that iteration to that worker is queued).
