@@ -9,10 +9,13 @@
 // set), then prints the report: a table on stderr, with --json one JSON
 // object on stdout. With --role ps|worker --rank i --peers host:port,... it
 // runs one role (multi-host or hand-made runs). docs/ps.md has the details.
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <climits>
+#include <cmath>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -93,6 +96,26 @@ json autotune(const std::string& self, Config c, double timeout, std::string& er
           {"iterations_per_setting", c.iterations}};
 }
 
+// --role with --timeout: a role that is still running after `seconds` (a
+// peer that never came) says so and exits 1. The message is built now: the
+// signal handler may only write it.
+void giveUpAfter(double seconds, const std::string& role, uint32_t rank) {
+  static std::string msg;
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", seconds);
+  msg = "tictac-ps: " + role + " " + std::to_string(rank) + ": --timeout of " + secs +
+        " s passed; giving up\n";
+  std::signal(SIGALRM, [](int) {
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(1);
+  });
+  itimerval t{};
+  t.it_value.tv_sec = static_cast<time_t>(seconds);
+  t.it_value.tv_usec = static_cast<suseconds_t>((seconds - std::floor(seconds)) * 1e6);
+  if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+  ::setitimer(ITIMER_REAL, &t, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,7 +156,8 @@ int main(int argc, char** argv) {
                  "transport in-flight window in bytes (0 = library default)")
       ->check(tictac::tools::unsignedInteger());
   app.add_option("--port", c.port, "PS i listens on port + i")
-      ->check(tictac::tools::unsignedInteger());
+      ->check(tictac::tools::unsignedInteger())
+      ->check(CLI::Range(1, 65535));
   app.add_option("--trace-iteration", c.trace_iteration, "the iteration --trace shows")
       ->check(tictac::tools::unsignedInteger());
   app.add_flag("--json", json_out, "print the report as one JSON object on stdout");
@@ -142,7 +166,9 @@ int main(int argc, char** argv) {
   app.add_flag("--autotune", tune,
                "search chunk size and window over short runs first; report the choice and its gain "
                "over the defaults");
-  app.add_option("--timeout", timeout, "launcher: kill the roles after this many seconds")
+  app.add_option("--timeout", timeout,
+                 "launcher: kill the roles after this many seconds; --role: give up (exit 1) "
+                 "after it")
       ->check(tictac::tools::finiteNumber(true));
   app.add_option("--role", role, "run one role: ps or worker (default: launch all locally)")
       ->check(CLI::IsMember({"ps", "worker"}));
@@ -155,8 +181,14 @@ int main(int argc, char** argv) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
   }
   if (c.iterations <= c.trace_iteration) c.trace_iteration = c.iterations > 1 ? 1 : 0;
+  if (c.port + uint64_t{c.ps} - 1 > 65535) {
+    std::cerr << "tictac-ps: --port " << c.port << " with --ps " << c.ps << ": the PS ports "
+              << c.port << ".." << c.port + c.ps - 1 << " must lie in 1..65535\n";
+    return 2;
+  }
   try {
     if (!role.empty()) {
+      if (app.count("--timeout") > 0) giveUpAfter(timeout, role, rank);
       std::stringstream ss(peers);
       for (std::string p; std::getline(ss, p, ',');) {
         std::string h;

@@ -137,7 +137,8 @@ TEST(PsIntegration, BadNumbersExit2WithAShortLine) {
   const std::string tool = std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-ps " +
                            TICTAC_SOURCE_ROOT + "/data/graphs/tiny.json --iterations 1 ";
   for (const char* args : {"--rate-gbps nan", "--timeout nan", "--timeout 0", "--chunk -1",
-                           "--window 99999999999999999999", "--compute-scale -1"}) {
+                           "--window 99999999999999999999", "--compute-scale -1", "--port 0",
+                           "--port 70000", "--port 65535 --ps 2"}) {
     FILE* p = popen(("timeout 60 " + tool + args + " 2>&1 >/dev/null").c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string err;
@@ -149,6 +150,22 @@ TEST(PsIntegration, BadNumbersExit2WithAShortLine) {
         << args << ": " << err;
     EXPECT_LT(err.size(), 160u) << args << ": " << err;
   }
+}
+
+// A role whose peers never come gives up after --timeout (it waited forever,
+// and took --timeout without a word): exit 1 with a line naming it.
+TEST(PsIntegration, RoleGivesUpAfterTimeout) {
+  const std::string cmd = "timeout 60 " + std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-ps " +
+                          TICTAC_SOURCE_ROOT +
+                          "/data/graphs/tiny.json --role ps --port 18790 --timeout 1 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string err;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) err += buf.data();
+  const int status = pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ": " << err;
+  EXPECT_NE(err.find("ps 0: --timeout of 1 s passed"), std::string::npos) << err;
 }
 
 // The --json report goes to a full disk: exit 1 with a line, not 0 (the
