@@ -140,6 +140,7 @@ void Engine::loop() {
 
 void Engine::run() {
   validateSimOptions(o_);
+  validateSimTimes(g_, o_);
   if (uint64_t{W_} * g_.ops.size() > 50000000) {
     throw InputError("simulator: workers x ops must be <= 50000000 (per-worker state)");
   }

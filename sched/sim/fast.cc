@@ -14,6 +14,7 @@ namespace tictac::sched {
 
 SingleWorkerMakespan::SingleWorkerMakespan(const Graph& g, const SimOptions& o) : g_(g) {
   validateSimOptions(o);
+  validateSimTimes(g, o);
   const size_t n = g.ops.size();
   time_.resize(n);
   indeg_.resize(n);

@@ -1,7 +1,9 @@
 // sched/sim/order.cc: simulator options, transfer times, and the orders a
 // simulation reads (from a Schedule or from a name<TAB>priority file).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <unordered_map>
 
@@ -50,6 +52,22 @@ void validateSimOptions(const SimOptions& o) {
   }
   if (uint64_t{o.workers} * o.ps > 10000000) {
     throw InputError("simulator options workers x ps must be <= 10000000");
+  }
+}
+
+void validateSimTimes(const Graph& g, const SimOptions& o) {
+  constexpr double kMaxOpUs = 1e12;
+  const double bwd = o.mode == SimMode::kTraining ? std::max(1.0, o.bwd_factor) : 1.0;
+  for (const Op& op : g.ops) {
+    const bool recv = op.kind == OpKind::kRecv;
+    const double us = recv ? simTransferUs(op.bytes, o) : op.time_us * o.compute_scale * bwd;
+    if (!(us <= kMaxOpUs)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", us);
+      throw InputError(std::string(recv ? "recv '" : "op '") + op.name + "': simulated time " +
+                       text + " us is too large (at most 1e12 us; " +
+                       (recv ? "check bandwidth and latency)" : "check compute_scale)"));
+    }
   }
 }
 

@@ -117,5 +117,34 @@ TEST(Sim, RejectsBadOptions) {
   EXPECT_THROW(simulate(g, pv, o), InputError);
 }
 
+// Options that are each finite but make an op's simulated time overflow (an
+// inf or 1e300 makespan was reported with exit 0): refused, naming the op.
+TEST(Sim, RejectsTimesPastTheLimit) {
+  Graph g = twoBranches();
+  PriorityVector pv(g.ops.size(), 0);
+  auto refused = [&](const SimOptions& o, const std::string& needle) {
+    try {
+      simulate(g, pv, o);
+      ADD_FAILURE() << "accepted; wanted " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("at most 1e12 us"), std::string::npos) << e.what();
+    }
+  };
+  SimOptions o;
+  o.compute_scale = 1e308;
+  o.mode = SimMode::kTraining;
+  refused(o, "op '");
+  o = SimOptions{};
+  o.latency_us = 1e300;
+  refused(o, "recv '");
+  o = SimOptions{};
+  o.bandwidth_gbps = 1e-300;
+  refused(o, "recv '");
+  o = SimOptions{};
+  o.compute_scale = 1e6;  // large but within the limit: simulated
+  EXPECT_GT(simulate(g, pv, o).makespan_us, 0);
+}
+
 }  // namespace
 }  // namespace tictac::sched

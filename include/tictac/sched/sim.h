@@ -66,6 +66,12 @@ struct SimOptions {
 // not fit in memory: workers x ps > 10^7, workers x runs > 10^7).
 void validateSimOptions(const SimOptions& o);
 
+// Throws InputError naming the first op of `g` whose simulated time is above
+// 1e12 us (as the analyzers' limit): a recv's transfer, a compute op's time x
+// compute_scale (x bwd_factor in training). Past it sums lose the microsecond
+// and overflow to inf (a makespan of inf or 1e300 was printed with exit 0).
+void validateSimTimes(const Graph& g, const SimOptions& o);
+
 // Transfer time of `bytes` under the options (us), latency included.
 double simTransferUs(uint64_t bytes, const SimOptions& o);
 
