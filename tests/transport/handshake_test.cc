@@ -239,4 +239,32 @@ TEST(Handshake, AnAdmitErrorSurvivesAnImmediateClose) {
 }
 
 }  // namespace
+// A hostile peer's refusal: its bytes reach the message escaped (no control
+// sequence reaches the user's terminal) and cut at 200 (not a megabyte of log).
+TEST(Handshake, APeersRefusalIsPrintedSafely) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::string why = "\xff\xfe";
+  why += '\0';
+  why += "\x1b[31mred" + std::string(5000, 'A');
+  std::thread peer([&] {
+    (void)bs::sendFrame(sv[0], bs::FrameType::kRefuse,
+                        std::vector<uint8_t>(why.begin(), why.end()));
+  });
+  bs::Hello h;
+  h.job_token = 42;
+  h.backend = "test";
+  auto out = bs::handshake(sv[1], false, h, Clock::now() + 10s, nullptr);
+  peer.join();
+  ::close(sv[0]);
+  ::close(sv[1]);
+  ASSERT_FALSE(out);
+  const std::string msg = out.status().message();
+  EXPECT_NE(msg.find("peer refused the connection: \\xff\\xfe\\x00\\x1b[31mred"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("... (" + std::to_string(why.size()) + " bytes)"), std::string::npos) << msg;
+  EXPECT_LT(msg.size(), 300u);
+  for (char c : msg) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << static_cast<int>(c);
+}
+
 }  // namespace tictac::transport::test

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "transport/core/bootstrap.h"
 
@@ -26,6 +28,26 @@ bool get(std::span<const uint8_t>& in, T* v) {
   return true;
 }
 
+// Text a peer sent, fit for a message on the user's terminal: printable ASCII
+// kept, any other byte as \xNN, at most 200 bytes of it (a hostile peer's
+// refusal reason or backend name must not write control sequences or fill
+// the log).
+std::string printable(std::string_view peer_text) {
+  constexpr size_t kMax = 200;
+  std::string out;
+  for (size_t i = 0; i < std::min(peer_text.size(), kMax); ++i) {
+    const auto c = static_cast<unsigned char>(peer_text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += {'\\', 'x', hex[c >> 4], hex[c & 15]};
+    }
+  }
+  if (peer_text.size() > kMax) out += "... (" + std::to_string(peer_text.size()) + " bytes)";
+  return out;
+}
+
 // Reads the next frame, which must be of type `want` (a kRefuse carries the
 // peer's reason).
 Result<Frame> expectFrame(int fd, FrameType want, const char* what, Deadline deadline) {
@@ -34,7 +56,8 @@ Result<Frame> expectFrame(int fd, FrameType want, const char* what, Deadline dea
   if (frame.value().type == FrameType::kRefuse) {
     const auto& p = frame.value().payload;
     return Status(StatusCode::kProtocolError,
-                  "peer refused the connection: " + std::string(p.begin(), p.end()));
+                  "peer refused the connection: " +
+                      printable({reinterpret_cast<const char*>(p.data()), p.size()}));
   }
   if (frame.value().type != want) {
     return Status(StatusCode::kProtocolError, std::string("bootstrap: expected a ") + what);
@@ -103,7 +126,8 @@ Result<Hello> handshake(int fd, bool initiator, const Hello& mine, Deadline dead
     why = "job token mismatch (" + std::to_string(theirs.value().job_token) + " vs " +
           std::to_string(mine.job_token) + ")";
   } else if (theirs.value().backend != mine.backend) {
-    why = "backend mismatch ('" + theirs.value().backend + "' vs '" + mine.backend + "')";
+    why =
+        "backend mismatch ('" + printable(theirs.value().backend) + "' vs '" + mine.backend + "')";
   }
   if (!why.empty()) {
     refuse(fd, why);
