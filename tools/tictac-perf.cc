@@ -124,6 +124,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     Buffer::huge_pages = !no_huge;
+    if (app.count("SERVER") > 0 && o.server.empty()) {
+      throw std::invalid_argument(
+          "SERVER is empty: give a host name or address (or none to serve)");
+    }
+    if (o.rate > 0 && o.rate < 1e-3) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%g", o.rate);
+      throw std::invalid_argument(std::string("--rate-gbps ") + rate +
+                                  ": below 0.001 (1 Mbit/s); 0 means unpaced");
+    }
     if (!o.server.empty() && o.port == 0) {
       throw std::invalid_argument(
           "--port 0 (any free port) is for a server; a client needs the "

@@ -97,6 +97,7 @@ TEST_F(PerfBadInput, BadNumbersExit2WithOneLineNamingTheFlag) {
       {"--warmup -1", "--warmup"},
       {"--rate-gbps nan", "--rate-gbps"},
       {"--rate-gbps inf", "--rate-gbps"},
+      {"--rate-gbps 1e-300", "--rate-gbps"},  // a run that would never end
   };
   for (const auto& [args, flag] : cases) {
     // Nothing listens on port 1: a flag accepted here would make the client
@@ -112,6 +113,10 @@ TEST_F(PerfBadInput, BadNumbersExit2WithOneLineNamingTheFlag) {
   ToolRun r = scratch_->run("timeout 60 " + kPerf, "--port 0 127.0.0.1");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--port 0"), std::string::npos) << r.err;
+  // An empty SERVER started a server instead of refusing.
+  r = scratch_->run("timeout 60 " + kPerf, "--port 1 ''");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("SERVER is empty"), std::string::npos) << r.err;
 }
 
 // A connection that is not a tictac peer: the server exited 1 without a word.

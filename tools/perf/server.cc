@@ -124,7 +124,10 @@ int serve(Session& s, transport::Listener& listener) {
       ExpectRing lo{s.ch.get(), kBulk, UINT64_MAX, 0, 0, run, &bulk, {}, {}, {}, false};
       auto de = s.ch->expect({kDone, run, ""}, &bulk_total, sizeof(bulk_total));
       if (!de) return fail("prio run: posting the done expect", de.status());
-      hi.fill(cfg.iters);
+      // The client sends an urgent tensor a millisecond: 1024 posted expects
+      // are a second ahead of it (all of -n were posted, 3 GB at 10^8).
+      const uint64_t hi_depth = std::min<uint64_t>(cfg.iters, 1024);
+      hi.fill(hi_depth);
       lo.fill(8);
       if (Status st = sendReady(s, *s.ch); !st) return fail("sending ready", st);
       Status why;
@@ -132,7 +135,7 @@ int serve(Session& s, transport::Listener& listener) {
         if (de.value()->done() && !de.value()->status()) why = de.value()->status();
         if (why.isOk()) why = broken({&hi, &lo}, {s.ch.get(), urgent_ch});
         if (!why) break;
-        hi.fill(cfg.iters);
+        hi.fill(hi_depth);
         lo.fill(de.value()->done() ? std::min<uint64_t>(8, bulk_total - lo.done) : 8);
         if (de.value()->done()) lo.count = bulk_total;
         s.progress();
