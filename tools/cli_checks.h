@@ -51,4 +51,10 @@ inline CLI::Validator unsignedInteger() {
       "");
 }
 
+// A file name that is not empty ("--trace ''" was silently no trace).
+inline CLI::Validator nonEmptyPath() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "needs a file name" : ""; }, "");
+}
+
 }  // namespace tictac::tools

@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
   app.add_option("--rate-gbps", o.rate, "pace sends to this payload rate (0 = unpaced)")
       ->check(tictac::tools::finiteNumber(false));
   app.add_option("--port", o.port, "bootstrap TCP port (server: 0 = any free port, printed)")
+      ->check(tictac::tools::unsignedInteger())
+      ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("--device", o.device, "device (ucx: UCX_NET_DEVICES; verbs: ibverbs device)");
   app.add_flag("--json", o.json_out, "one JSON object per result on stdout");

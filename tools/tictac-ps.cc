@@ -128,10 +128,15 @@ int main(int argc, char** argv) {
   app.add_option("graph", c.graph, "model graph (.json interchange format or .onnx)")->required();
   app.add_option("--mode", c.mode, "inference or training")
       ->check(CLI::IsMember({"inference", "training"}));
-  app.add_option("--workers", c.workers, "number of workers")->check(CLI::Range(1, 64));
-  app.add_option("--ps", c.ps, "number of parameter servers (sharded as tictac-sim shards)")
+  app.add_option("--workers", c.workers, "number of workers")
+      ->check(tictac::tools::unsignedInteger())
       ->check(CLI::Range(1, 64));
-  app.add_option("--iterations", c.iterations, "iterations to run")->check(CLI::Range(1, 100000));
+  app.add_option("--ps", c.ps, "number of parameter servers (sharded as tictac-sim shards)")
+      ->check(tictac::tools::unsignedInteger())
+      ->check(CLI::Range(1, 64));
+  app.add_option("--iterations", c.iterations, "iterations to run")
+      ->check(tictac::tools::unsignedInteger())
+      ->check(CLI::Range(1, 100000));
   app.add_option("--order", c.order,
                  "random (each worker its own order every iteration), fifo, tic, tac, reverse, or "
                  "a name<TAB>priority file");
@@ -162,7 +167,8 @@ int main(int argc, char** argv) {
       ->check(tictac::tools::unsignedInteger());
   app.add_flag("--json", json_out, "print the report as one JSON object on stdout");
   app.add_option("--trace", trace,
-                 "write a Chrome trace of one iteration (network and compute lanes per worker)");
+                 "write a Chrome trace of one iteration (network and compute lanes per worker)")
+      ->check(tictac::tools::nonEmptyPath());
   app.add_flag("--autotune", tune,
                "search chunk size and window over short runs first; report the choice and its gain "
                "over the defaults");
@@ -179,6 +185,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
+  }
+  if (role.empty() && (app.count("--rank") > 0 || app.count("--peers") > 0)) {
+    std::cerr << "tictac-ps: --rank and --peers are for --role ps|worker\n";
+    return 2;
+  }
+  if (role.empty() && app.count("--trace-iteration") > 0 &&
+      c.trace_iteration >= c.iterations) {  // roles: the launcher's word (autotune: none)
+    std::cerr << "tictac-ps: --trace-iteration " << c.trace_iteration << " with --iterations "
+              << c.iterations << ": must be below it\n";
+    return 2;
   }
   if (c.iterations <= c.trace_iteration) c.trace_iteration = c.iterations > 1 ? 1 : 0;
   if (c.port + uint64_t{c.ps} - 1 > 65535) {

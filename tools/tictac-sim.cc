@@ -224,12 +224,15 @@ int main(int argc, char** argv) {
       ->check(tictac::tools::finiteNumber(false))
       ->capture_default_str();
   app.add_option("--workers", a.sim.workers, "number of workers W")
+      ->check(tictac::tools::unsignedInteger())
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
   app.add_option("--ps", a.sim.ps, "number of parameter servers N (parameters sharded by size)")
+      ->check(tictac::tools::unsignedInteger())
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
   app.add_option("--runs", a.sim.runs, "iterations to simulate (iteration_us, straggler_us)")
+      ->check(tictac::tools::unsignedInteger())
       ->check(CLI::Range(1u, 10000000u))
       ->capture_default_str();
   app.add_option("--seed", a.seed,
@@ -243,7 +246,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--trace", a.trace,
                  "write a Chrome trace-event JSON of the network and compute lanes (Perfetto); "
-                 "at most 2e6 spans (compute ops and transfer chunks, all workers and runs)");
+                 "at most 2e6 spans (compute ops and transfer chunks, all workers and runs)")
+      ->check(tictac::tools::nonEmptyPath());
   app.add_option("--plugin", a.plugins, "shared library exporting analyzers; repeatable");
   app.add_flag("--json", a.json, "print one JSON object instead of key<TAB>value lines");
   if (auto rc = tictac::tools::parseCommandLine(app, argc, argv)) return *rc;

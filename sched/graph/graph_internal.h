@@ -28,6 +28,16 @@ std::vector<OpIndex> kahnOrder(const Graph& g);
 // returns "a -> b -> c -> a" for one cycle. Iterative.
 std::string describeCycle(const Graph& g, const std::vector<OpIndex>& partial);
 
+// Bytes a name may not hold: the TSV outputs' separators (tab, newline) and
+// every other control character (a NUL was written raw into them).
+inline constexpr char kBadNameBytesData[] =
+    "\t\n\r\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11\x12\x13\x14\x15\x16"
+    "\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f";
+// sizeof: the array's terminating NUL is one of them.
+inline constexpr std::string_view kBadNameBytes{kBadNameBytesData, sizeof kBadNameBytesData};
+// "a tab", "a newline" or "a control character" (for messages).
+const char* badByteName(char c);
+
 // Reads a whole file. Throws std::runtime_error "<path>: <strerror>" on I/O
 // failure (tools exit 1 on it), and InputError naming the path for a device
 // (/dev/zero never ends) or more than kMaxInputFileBytes (a pipe that never

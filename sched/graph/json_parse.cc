@@ -33,7 +33,7 @@ std::string got(const json& j) {
 }
 
 bool badName(std::string_view name) {
-  return name.empty() || name.find_first_of("\t\n\r") != std::string_view::npos;
+  return name.empty() || name.find_first_of(detail::kBadNameBytes) != std::string_view::npos;
 }
 
 json parseText(std::string_view text) {

@@ -74,7 +74,7 @@ Graph loadGraph(const std::string& path, std::vector<std::string>* warnings) {
   }
   if (g.name.empty()) {
     std::string stem = std::filesystem::path(path).stem().string();
-    if (stem.find_first_of("\t\n\r") == std::string::npos) g.name = std::move(stem);
+    if (stem.find_first_of(detail::kBadNameBytes) == std::string::npos) g.name = std::move(stem);
   }
   return g;
 }

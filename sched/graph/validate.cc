@@ -15,12 +15,16 @@ std::string quoted(std::string_view name) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+const char* badByteName(char c) {
+  return c == '\t' ? "a tab" : c == '\n' || c == '\r' ? "a newline" : "a control character";
+}
+
 void checkName(std::string_view name, std::string_view what) {
   if (name.empty()) throw InputError(std::string(what) + " has an empty name");
-  const size_t bad = name.find_first_of("\t\n\r");
+  const size_t bad = name.find_first_of(kBadNameBytes);
   if (bad != std::string_view::npos) {
-    const char* which = name[bad] == '\t' ? "a tab" : "a newline";
-    throw InputError(std::string(what) + " " + quoted(name) + ": name contains " + which);
+    throw InputError(std::string(what) + " " + quoted(name) + ": name contains " +
+                     badByteName(name[bad]));
   }
 }
 
@@ -31,7 +35,7 @@ namespace {
 void checkOp(const Graph& g, size_t i) {
   const Op& op = g.ops[i];
   // Messages are built only on failure: graphs can have 100k ops.
-  if (op.name.empty() || op.name.find_first_of("\t\n\r") != std::string::npos) {
+  if (op.name.empty() || op.name.find_first_of(detail::kBadNameBytes) != std::string::npos) {
     detail::checkName(op.name, "op #" + std::to_string(i));
   }
   auto fail = [&op](const std::string& problem) {
@@ -49,10 +53,10 @@ void checkOp(const Graph& g, size_t i) {
 }  // namespace
 
 void validate(const Graph& g) {
-  const size_t bad = g.name.find_first_of("\t\n\r");
+  const size_t bad = g.name.find_first_of(detail::kBadNameBytes);
   if (bad != std::string::npos) {
     throw InputError("graph name " + detail::quoted(g.name) + " contains " +
-                     (g.name[bad] == '\t' ? "a tab" : "a newline"));
+                     detail::badByteName(g.name[bad]));
   }
   if (g.ops.empty()) throw InputError("graph has no ops");
   std::unordered_map<std::string_view, size_t> seen;

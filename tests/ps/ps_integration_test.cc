@@ -138,7 +138,8 @@ TEST(PsIntegration, BadNumbersExit2WithAShortLine) {
                            TICTAC_SOURCE_ROOT + "/data/graphs/tiny.json --iterations 1 ";
   for (const char* args : {"--rate-gbps nan", "--timeout nan", "--timeout 0", "--chunk -1",
                            "--window 99999999999999999999", "--compute-scale -1", "--port 0",
-                           "--port 70000", "--port 65535 --ps 2"}) {
+                           "--port 70000", "--port 65535 --ps 2", "--workers abc", "--rank 5",
+                           "--peers x:1", "--trace ''", "--trace-iteration 9"}) {
     FILE* p = popen(("timeout 60 " + tool + args + " 2>&1 >/dev/null").c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string err;

@@ -176,6 +176,13 @@ TEST(GraphBadInput, TabOrNewlineInNames) {
   expectRejected(withOps("", R"(, "outputs": ["c\n"])"), {"output", "\"c\\n\"", "newline"});
   expectRejected(R"({"name": "g\t1", "ops": [{"name": "w", "kind": "recv", "bytes": 8}]})",
                  {"graph name", "\"g\\t1\"", "tab"});
+  // Any other control character too: a NUL was written raw into the TSV.
+  expectRejected(withOps(R"({"name": "a\u0000b", "kind": "compute", "inputs": ["c"]})"),
+                 {"control character"});
+  expectRejected(withOps(R"({"name": "a\u001b[31m", "kind": "compute", "inputs": ["c"]})"),
+                 {"control character"});
+  expectRejected(R"({"name": "g\u007f", "ops": [{"name": "w", "kind": "recv", "bytes": 8}]})",
+                 {"graph name", "control character"});
 }
 
 TEST(GraphBadInput, EmptyName) {

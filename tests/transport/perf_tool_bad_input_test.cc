@@ -98,6 +98,7 @@ TEST_F(PerfBadInput, BadNumbersExit2WithOneLineNamingTheFlag) {
       {"--rate-gbps nan", "--rate-gbps"},
       {"--rate-gbps inf", "--rate-gbps"},
       {"--rate-gbps 1e-300", "--rate-gbps"},  // a run that would never end
+      {"--port 70000", "--port"},
   };
   for (const auto& [args, flag] : cases) {
     // Nothing listens on port 1: a flag accepted here would make the client
