@@ -26,6 +26,7 @@ inline CLI::Validator finiteNumber(bool positive) {
         errno = 0;
         double v = std::strtod(s, &end);
         if (end == s || *end != '\0') return "'" + text + "' is not a number";
+        if (errno == ERANGE && std::isfinite(v)) return "'" + text + "' is too small to use";
         if (errno == ERANGE || !std::isfinite(v)) return "'" + text + "' is not a finite number";
         if (positive ? !(v > 0) : !(v >= 0)) {
           return "'" + text + "' must be " + (positive ? "> 0" : ">= 0");

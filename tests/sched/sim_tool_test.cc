@@ -91,6 +91,7 @@ TEST_F(SimTool, BadNumbersNameTheFlagInAShortMessage) {
       {"--bandwidth-gbps 10 --chunk-bytes 18446744073709551616", "--chunk-bytes"},
       {"--bandwidth-gbps 10 --seed -1", "--seed"},
       {"--bandwidth-gbps 10 --workers abc", "not a non-negative integer"},
+      {"--bandwidth-gbps 1e-320", "too small"},
       {"--bandwidth-gbps 10 --trace ''", "--trace"},                  // was: no trace, exit 0
       {"--bandwidth-gbps 10 --latency-us 1e300", "at most 1e12 us"},  // printed 1e300, exit 0
   };
