@@ -10,6 +10,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sched/graph/graph_internal.h"
 #include "tictac/sched/graph.h"
@@ -40,8 +41,25 @@ json parseText(std::string_view text) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw InputError("not JSON: the input is empty");
   }
+  // A key twice in one object is refused: readers disagree on which value
+  // wins (nlohmann keeps the last, others the first), so the graph would mean
+  // different things to different tools.
+  std::vector<std::unordered_set<std::string>> keys;  // one per open object
+  auto on_event = [&keys](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      throw InputError("duplicate key " + detail::quoted(parsed.get<std::string>()) +
+                       " in one object (nesting depth " + std::to_string(depth) +
+                       "); JSON readers disagree on which value wins");
+    }
+    return true;
+  };
   try {
-    return json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end(), on_event);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     const size_t tag = what.find("] ");

@@ -96,6 +96,13 @@ TEST(GraphBadInput, DuplicateName) {
                  {"duplicate", "\"c\"", "#1", "#2"});
 }
 
+TEST(GraphBadInput, DuplicateKey) {
+  // Readers disagree on which of two equal keys wins: refused, by key.
+  expectRejected(withOps(R"({"name": "d", "kind": "compute", "kind": "recv", "bytes": 1})"),
+                 {"duplicate key", "\"kind\""});
+  expectRejected(withOps("", R"(, "ops": [])"), {"duplicate key", "\"ops\""});
+}
+
 TEST(GraphBadInput, RecvWithInputs) {
   expectRejected(withOps(R"({"name": "w2", "kind": "recv", "bytes": 1, "inputs": ["c"]})"),
                  {"\"w2\"", "recv", "inputs"});

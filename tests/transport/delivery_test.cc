@@ -77,6 +77,29 @@ TEST(UcxDelivery, AmFallbackConfigurationsDoNotConfirm) {
   EXPECT_FALSE(ucxAnswer({{"TLS", "shm"}, {"RNDV_SCHEME", "am"}}).big);
 }
 
+TEST(UcxDevice, AnUnknownDeviceIsNoDeviceNotAWarning) {
+  if (!ucxCompiled()) GTEST_SKIP() << "UCX not compiled in";
+  NoEvents events;
+  for (bool by_config : {false, true}) {
+    BackendOptions bo;
+    if (by_config) {
+      bo.config = {{"TLS", "tcp"}, {"NET_DEVICES", "lo,no-such-nic0"}};
+    } else {
+      bo.device = "no-such-nic0:1";
+    }
+    auto b = createBackend("ucx", bo, &events);
+    ASSERT_FALSE(b) << by_config;
+    EXPECT_EQ(b.status().code(), StatusCode::kNoDevice) << b.status().toString();
+    EXPECT_NE(b.status().message().find("no-such-nic0"), std::string::npos)
+        << b.status().toString();
+  }
+  BackendOptions ok;  // "lo" and "all" are there
+  ok.config = {{"TLS", "tcp"}, {"NET_DEVICES", "lo"}};
+  EXPECT_TRUE(createBackend("ucx", ok, &events));
+  ok.device = "all";
+  EXPECT_TRUE(createBackend("ucx", ok, &events));
+}
+
 // ---- the scheduler's clock-free admission check ------------------------------
 
 TEST(SendSchedulerAdmit, MayAdmitIsFalseOnlyWhenNextMustReturnNothing) {

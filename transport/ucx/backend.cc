@@ -1,5 +1,8 @@
 #include "transport/ucx/backend.h"
 
+#include <net/if.h>
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +16,31 @@ namespace {
 
 Status ucxError(const std::string& what, ucs_status_t st) {
   return {StatusCode::kIoError, what + ": " + ucs_status_string(st)};
+}
+
+// UCX only warns about a NET_DEVICES entry it does not know and goes on with
+// what is left (shared memory, or nothing). A device the user named must be
+// there: each comma-separated entry ("eth0", "mlx5_0:1", "all") names a
+// network interface or an RDMA device of this host.
+Status checkNetDevices(const std::string& list) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string entry = list.substr(start, end - start);
+    const std::string name = entry.substr(0, entry.find(':'));
+    struct stat st {};
+    const bool known = name == "all" || (!name.empty() && ::if_nametoindex(name.c_str()) != 0) ||
+                       (!name.empty() && name.find('/') == std::string::npos &&
+                        ::stat(("/sys/class/infiniband/" + name).c_str(), &st) == 0);
+    if (!known) {
+      return {StatusCode::kNoDevice,
+              "UCX device '" + entry + "' is neither a network interface nor an RDMA device here " +
+                  "(see 'ip link' and 'ibv_devices')"};
+    }
+    start = end + 1;
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -51,6 +79,12 @@ Status UcxBackend::init(const BackendOptions& options) {
       peer_errors_ = value == "peer";
       continue;
     }
+    if (key == "NET_DEVICES") {
+      if (Status s = checkNetDevices(value); !s) {
+        ucp_config_release(config);
+        return s;
+      }
+    }
     st = ucp_config_modify(config, key.c_str(), value.c_str());
     if (st != UCS_OK) {
       ucp_config_release(config);
@@ -58,8 +92,13 @@ Status UcxBackend::init(const BackendOptions& options) {
               "UCX config " + key + "=" + value + ": " + ucs_status_string(st)};
     }
   }
-  if (!options.device.empty())
+  if (!options.device.empty()) {
+    if (Status s = checkNetDevices(options.device); !s) {
+      ucp_config_release(config);
+      return s;
+    }
     (void)ucp_config_modify(config, "NET_DEVICES", options.device.c_str());
+  }
   ucp_params_t params{};
   params.field_mask =
       UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
