@@ -11,25 +11,35 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 namespace tictac::tools {
 
-// A finite number > 0 (positive) or >= 0 (!positive). Help shows POSITIVE or
-// NONNEGATIVE, as CLI11's checks did.
-inline CLI::Validator finiteNumber(bool positive) {
+// A finite number > 0 (positive) or >= 0 (!positive), and at most `max`
+// (say, where the value becomes a time_t or a clock duration). Help shows
+// POSITIVE or NONNEGATIVE, as CLI11's checks did.
+inline CLI::Validator finiteNumber(bool positive, double max = HUGE_VAL) {
   return CLI::Validator(
-      [positive](std::string& text) -> std::string {
+      [positive, max](std::string& text) -> std::string {
         const char* s = text.c_str();
         char* end = nullptr;
         errno = 0;
         double v = std::strtod(s, &end);
         if (end == s || *end != '\0') return "'" + text + "' is not a number";
-        if (errno == ERANGE && std::isfinite(v)) return "'" + text + "' is too small to use";
+        const char* rule = positive ? "> 0" : ">= 0";
+        if (errno == ERANGE && std::isfinite(v)) {
+          return "'" + text + "' " +
+                 (std::signbit(v) ? std::string("must be ") + rule
+                                  : std::string("is too small to use"));
+        }
         if (errno == ERANGE || !std::isfinite(v)) return "'" + text + "' is not a finite number";
-        if (positive ? !(v > 0) : !(v >= 0)) {
-          return "'" + text + "' must be " + (positive ? "> 0" : ">= 0");
+        if (positive ? !(v > 0) : !(v >= 0)) return "'" + text + "' must be " + rule;
+        if (v > max) {
+          char limit[32];
+          std::snprintf(limit, sizeof limit, "%g", max);
+          return "'" + text + "' is above " + limit;
         }
         return {};
       },

@@ -16,8 +16,10 @@
 #include <climits>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 #include "tools/cli_checks.h"
 #include "tools/ps/launch.h"
@@ -113,7 +115,9 @@ void giveUpAfter(double seconds, const std::string& role, uint32_t rank) {
   t.it_value.tv_sec = static_cast<time_t>(seconds);
   t.it_value.tv_usec = static_cast<suseconds_t>((seconds - std::floor(seconds)) * 1e6);
   if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
-  ::setitimer(ITIMER_REAL, &t, nullptr);
+  if (::setitimer(ITIMER_REAL, &t, nullptr) != 0) {
+    throw std::runtime_error(std::string("--timeout: setitimer: ") + std::strerror(errno));
+  }
 }
 
 }  // namespace
@@ -174,8 +178,8 @@ int main(int argc, char** argv) {
                "over the defaults");
   app.add_option("--timeout", timeout,
                  "launcher: kill the roles after this many seconds; --role: give up (exit 1) "
-                 "after it")
-      ->check(tictac::tools::finiteNumber(true));
+                 "after it (at most 1e8)")
+      ->check(tictac::tools::finiteNumber(true, 1e8));
   app.add_option("--role", role, "run one role: ps or worker (default: launch all locally)")
       ->check(CLI::IsMember({"ps", "worker"}));
   app.add_option("--rank", rank, "rank of --role")->check(tictac::tools::unsignedInteger());

@@ -37,29 +37,49 @@ bool badName(std::string_view name) {
   return name.empty() || name.find_first_of(detail::kBadNameBytes) != std::string_view::npos;
 }
 
+// A key twice in one object is refused: readers disagree on which value wins
+// (nlohmann keeps the last, others the first), so the graph would mean
+// different things to different tools. A SAX pass over text already parsed:
+// linear (nlohmann's callback parser rescans the parent at every object end).
+struct DuplicateKeys : nlohmann::json_sax<json> {
+  std::vector<std::unordered_set<std::string>> open;  // one per open object
+  bool start_object(size_t) override {
+    open.emplace_back();
+    return true;
+  }
+  bool end_object() override {
+    open.pop_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!open.back().insert(k).second) {
+      throw InputError("duplicate key " + detail::quoted(k) + " in one object (nesting depth " +
+                       std::to_string(open.size()) +
+                       "); JSON readers disagree on which value wins");
+    }
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_array(size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+};
+
 json parseText(std::string_view text) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw InputError("not JSON: the input is empty");
   }
-  // A key twice in one object is refused: readers disagree on which value
-  // wins (nlohmann keeps the last, others the first), so the graph would mean
-  // different things to different tools.
-  std::vector<std::unordered_set<std::string>> keys;  // one per open object
-  auto on_event = [&keys](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == json::parse_event_t::key &&
-               !keys.back().insert(parsed.get<std::string>()).second) {
-      throw InputError("duplicate key " + detail::quoted(parsed.get<std::string>()) +
-                       " in one object (nesting depth " + std::to_string(depth) +
-                       "); JSON readers disagree on which value wins");
-    }
-    return true;
-  };
+  json doc;
   try {
-    return json::parse(text.begin(), text.end(), on_event);
+    doc = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     const size_t tag = what.find("] ");
@@ -75,6 +95,9 @@ json parseText(std::string_view text) {
     if (tag != std::string::npos) what.erase(0, tag + 2);
     throw InputError("not JSON: " + what);
   }
+  DuplicateKeys check;
+  json::sax_parse(text.begin(), text.end(), &check);  // valid JSON by now
+  return doc;
 }
 
 uint64_t parseBytes(const json& j, const std::string& op) {

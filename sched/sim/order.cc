@@ -66,7 +66,8 @@ void validateSimTimes(const Graph& g, const SimOptions& o) {
       std::snprintf(text, sizeof text, "%g", us);
       throw InputError(std::string(recv ? "recv '" : "op '") + op.name + "': simulated time " +
                        text + " us is too large (at most 1e12 us; " +
-                       (recv ? "check bandwidth and latency)" : "check compute_scale)"));
+                       (recv ? "check its bytes, bandwidth and latency)"
+                             : "check its time_us, compute_scale and bwd_factor)"));
     }
   }
 }

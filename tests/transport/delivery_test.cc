@@ -93,9 +93,21 @@ TEST(UcxDevice, AnUnknownDeviceIsNoDeviceNotAWarning) {
     EXPECT_NE(b.status().message().find("no-such-nic0"), std::string::npos)
         << b.status().toString();
   }
-  BackendOptions ok;  // "lo" and "all" are there
-  ok.config = {{"TLS", "tcp"}, {"NET_DEVICES", "lo"}};
-  EXPECT_TRUE(createBackend("ucx", ok, &events));
+  for (const char* bad : {".", "..", "lo:1", "no-such-rdma0:1", "lo,."}) {
+    BackendOptions bo;
+    bo.config = {{"TLS", "tcp"}, {"NET_DEVICES", bad}};
+    auto b = createBackend("ucx", bo, &events);
+    ASSERT_FALSE(b) << bad;
+    EXPECT_EQ(b.status().code(), StatusCode::kNoDevice) << bad;
+  }
+  // What UCX itself accepts stays accepted: "all", and empty entries
+  // (skipped, as UCX does).
+  for (const char* good : {"lo", "all", "lo,", ",lo"}) {
+    BackendOptions bo;
+    bo.config = {{"TLS", "tcp"}, {"NET_DEVICES", good}};
+    EXPECT_TRUE(createBackend("ucx", bo, &events)) << good;
+  }
+  BackendOptions ok;
   ok.device = "all";
   EXPECT_TRUE(createBackend("ucx", ok, &events));
 }

@@ -246,7 +246,7 @@ TEST(Handshake, APeersRefusalIsPrintedSafely) {
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   std::string why = "\xff\xfe";
   why += '\0';
-  why += "\x1b[31mred" + std::string(5000, 'A');
+  why += "\x1b[31mred\\x1b" + std::string(5000, 'A');  // an ESC, then a literal "\x1b"
   std::thread peer([&] {
     (void)bs::sendFrame(sv[0], bs::FrameType::kRefuse,
                         std::vector<uint8_t>(why.begin(), why.end()));
@@ -260,7 +260,8 @@ TEST(Handshake, APeersRefusalIsPrintedSafely) {
   ::close(sv[1]);
   ASSERT_FALSE(out);
   const std::string msg = out.status().message();
-  EXPECT_NE(msg.find("peer refused the connection: \\xff\\xfe\\x00\\x1b[31mred"), std::string::npos)
+  EXPECT_NE(msg.find("peer refused the connection: \\xff\\xfe\\x00\\x1b[31mred\\x5cx1b"),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("... (" + std::to_string(why.size()) + " bytes)"), std::string::npos) << msg;
   EXPECT_LT(msg.size(), 300u);

@@ -29,7 +29,8 @@ bool get(std::span<const uint8_t>& in, T* v) {
 }
 
 // Text a peer sent, fit for a message on the user's terminal: printable ASCII
-// kept, any other byte as \xNN, at most 200 bytes of it (a hostile peer's
+// kept but for the backslash, any other byte as \xNN (so a peer's literal
+// "\x1b" cannot pass for an escaped ESC), at most 200 bytes of it (a hostile peer's
 // refusal reason or backend name must not write control sequences or fill
 // the log).
 std::string printable(std::string_view peer_text) {
@@ -37,7 +38,7 @@ std::string printable(std::string_view peer_text) {
   std::string out;
   for (size_t i = 0; i < std::min(peer_text.size(), kMax); ++i) {
     const auto c = static_cast<unsigned char>(peer_text[i]);
-    if (c >= 0x20 && c < 0x7f) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
       out += static_cast<char>(c);
     } else {
       static const char* hex = "0123456789abcdef";

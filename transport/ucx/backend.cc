@@ -18,27 +18,41 @@ Status ucxError(const std::string& what, ucs_status_t st) {
   return {StatusCode::kIoError, what + ": " + ucs_status_string(st)};
 }
 
+// True when `name` is a directory entry under /sys/class/infiniband (an RDMA
+// device) or, with `port`, one of its ports.
+bool rdmaDevice(const std::string& name, const std::string& port) {
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) return false;
+  if (port.find('/') != std::string::npos || (!port.empty() && port[0] == '.')) return false;
+  std::string path = "/sys/class/infiniband/" + name;
+  if (!port.empty()) path += "/ports/" + port;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 // UCX only warns about a NET_DEVICES entry it does not know and goes on with
 // what is left (shared memory, or nothing). A device the user named must be
-// there: each comma-separated entry ("eth0", "mlx5_0:1", "all") names a
-// network interface or an RDMA device of this host.
+// there: each comma-separated entry names a network interface ("eth0"), an
+// RDMA device port ("mlx5_0:1") or is "all". Empty entries are skipped, as
+// UCX does. (UCX 1.13 takes no "^" negation here: "^eth0" finds no device.)
 Status checkNetDevices(const std::string& list) {
   size_t start = 0;
-  while (start <= list.size()) {
+  while (start < list.size()) {
     size_t end = list.find(',', start);
     if (end == std::string::npos) end = list.size();
     const std::string entry = list.substr(start, end - start);
-    const std::string name = entry.substr(0, entry.find(':'));
-    struct stat st {};
-    const bool known = name == "all" || (!name.empty() && ::if_nametoindex(name.c_str()) != 0) ||
-                       (!name.empty() && name.find('/') == std::string::npos &&
-                        ::stat(("/sys/class/infiniband/" + name).c_str(), &st) == 0);
-    if (!known) {
-      return {StatusCode::kNoDevice,
-              "UCX device '" + entry + "' is neither a network interface nor an RDMA device here " +
-                  "(see 'ip link' and 'ibv_devices')"};
-    }
     start = end + 1;
+    if (entry.empty()) continue;
+    const size_t colon = entry.find(':');
+    const std::string name = entry.substr(0, colon);
+    const bool known =
+        colon != std::string::npos
+            ? colon + 1 < entry.size() && rdmaDevice(name, entry.substr(colon + 1))
+            : name == "all" || ::if_nametoindex(name.c_str()) != 0 || rdmaDevice(name, "");
+    if (!known) {
+      return {StatusCode::kNoDevice, "UCX device '" + entry +
+                                         "' is neither a network interface nor an RDMA device" +
+                                         " port here (see 'ip link' and 'ibv_devinfo')"};
+    }
   }
   return Status::ok();
 }
