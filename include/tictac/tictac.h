@@ -130,7 +130,9 @@ int tictac_cancel(tictac_channel_t* ch, tictac_op_t* op);
 
 /* 1 when complete, else 0. */
 int tictac_op_test(const tictac_op_t* op);
-/* Waits up to timeout_ms (< 0: forever); returns the op's code or TICTAC_TIMEOUT. */
+/* Waits up to timeout_ms (< 0: forever); returns the op's code or TICTAC_TIMEOUT.
+ * Inside a completion callback, for an op not yet complete: TICTAC_INVALID_ARGUMENT
+ * at once (completions do not nest; it would wait forever). */
 int tictac_op_wait(tictac_op_t* op, int timeout_ms);
 void tictac_op_release(tictac_op_t* op);
 

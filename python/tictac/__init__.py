@@ -24,6 +24,7 @@ import ctypes
 import threading
 
 from . import _capi
+from ._args import _buffer, _enc, _int, _ms
 from ._capi import lib
 
 __all__ = ["Context", "Listener", "Channel", "Op", "Error"]
@@ -43,37 +44,12 @@ def _check(rc, what):
         raise Error(rc, f"{what}: {_capi.last_error()}")
 
 
-def _enc(s):
-    return None if s is None else str(s).encode()
-
-
-def _buffer(obj, writable):
-    """(address, nbytes, keepalive) of obj's memory, without copying."""
-    if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):  # torch.Tensor
-        if obj.device.type != "cpu" or not obj.is_contiguous():
-            raise TypeError("tictac: a torch tensor must be contiguous and on the CPU")
-        return obj.data_ptr(), obj.numel() * obj.element_size(), obj
-    if isinstance(obj, bytes):
-        if writable:
-            raise TypeError("tictac: cannot receive into bytes (read-only); use a bytearray")
-        return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value, len(obj), obj
-    mv = memoryview(obj)
-    if not mv.c_contiguous:
-        raise TypeError("tictac: the buffer must be C-contiguous")
-    if mv.readonly:
-        raise TypeError("tictac: the buffer is read-only; pass a writable one (e.g. bytearray)")
-    mv = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
-    if mv.nbytes == 0:
-        return None, 0, obj
-    view = (ctypes.c_char * mv.nbytes).from_buffer(mv)
-    return ctypes.addressof(view), mv.nbytes, (obj, mv, view)
-
-
 # Operations in flight: token -> (keepalive, on_done). The C callback removes
 # its entry, so buffers outlive dropped Op objects until the library is done.
 _inflight = {}
 _inflight_lock = threading.Lock()
 _next_token = iter(range(1, 1 << 62))
+_close_lock = threading.Lock()
 
 
 @_capi.CALLBACK
@@ -96,8 +72,7 @@ class Op:
 
     def wait(self, timeout=None):
         """Waits (driving progress when the context has no thread); raises Error on failure."""
-        ms = -1 if timeout is None else max(0, int(timeout * 1000))
-        rc = lib.tictac_op_wait(self._h, ms)
+        rc = lib.tictac_op_wait(self._h, _ms(timeout, "wait"))
         if rc == _capi.TIMEOUT and not self.done():
             raise TimeoutError(f"tictac: {self._what} not complete after {timeout} s")
         _check(rc, self._what)
@@ -122,9 +97,13 @@ class _Handle:
     _h = None
 
     def close(self):
-        if self._h:
-            type(self)._destroy(self._h)
-            self._h = None
+        # Taken under a lock: two threads closing at once destroy it once.
+        # (Closing while another thread is inside a call on the same object
+        # is not allowed, as in the C ABI.)
+        with _close_lock:
+            h, self._h = self._h, None
+        if h:
+            type(self)._destroy(h)
 
     __del__ = close
 
@@ -162,14 +141,16 @@ class Channel(_Handle):
         prio = -1 if priority is None else int(priority)
         if not -1 <= prio < (1 << 32):
             raise ValueError("tictac: priority must be None or in [0, 2**32)")
-        return self._post(f"send of tensor {tensor_id}", lambda a, n, t, o: lib.tictac_send(
-            self._h, tensor_id, iteration, _enc(name), a, n, prio, _trampoline, t, o),
-            buf, False, on_done)
+        tid, it = _int(tensor_id, "tensor_id", 64), _int(iteration, "iteration", 32)
+        cname = _enc(name, "name")
+        return self._post(f"send of tensor {tid}", lambda a, n, t, o: lib.tictac_send(
+            self._h, tid, it, cname, a, n, prio, _trampoline, t, o), buf, False, on_done)
 
     def expect(self, tensor_id, buf, iteration=0, on_done=None):
         """Receives tensor (tensor_id, iteration) straight into buf (its size must match)."""
-        return self._post(f"expect of tensor {tensor_id}", lambda a, n, t, o: lib.tictac_expect(
-            self._h, tensor_id, iteration, a, n, _trampoline, t, o), buf, True, on_done)
+        tid, it = _int(tensor_id, "tensor_id", 64), _int(iteration, "iteration", 32)
+        return self._post(f"expect of tensor {tid}", lambda a, n, t, o: lib.tictac_expect(
+            self._h, tid, it, a, n, _trampoline, t, o), buf, True, on_done)
 
     def cancel(self, op):
         """True if canceled (the op then completes with "canceled"), False if too late."""
@@ -188,7 +169,7 @@ class Listener(_Handle):
 
     def accept(self, timeout=30.0):
         out = ctypes.c_void_p()
-        _check(lib.tictac_accept(self._h, int(timeout * 1000), ctypes.byref(out)), "accept")
+        _check(lib.tictac_accept(self._h, _ms(timeout, "accept"), ctypes.byref(out)), "accept")
         return Channel(out.value, self._ctx)
 
 
@@ -202,13 +183,20 @@ class Context(_Handle):
                  peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None, progress_cpus=None):
         o = _capi.Options()
         o.struct_size = ctypes.sizeof(o)
-        self._strings = [_enc(x) for x in (backend, ucx_tls, ucx_net_devices, hints_tsv, graph,
-                                           analyzer, progress_cpus)]
+        names = ("backend", "ucx_tls", "ucx_net_devices", "hints_tsv", "graph", "analyzer",
+                 "progress_cpus")
+        self._strings = [_enc(x, n) for x, n in zip((backend, ucx_tls, ucx_net_devices,
+                                                      hints_tsv, graph, analyzer,
+                                                      progress_cpus), names)]
         (o.backend, o.ucx_tls, o.ucx_net_devices, o.hints_tsv, o.graph,
          o.analyzer, o.progress_cpus) = self._strings
         o.progress_thread = 1 if progress_thread else 0
-        o.job_token, o.chunk_bytes, o.window_bytes = job_token, chunk_bytes, window_bytes
-        o.rate_gbps, o.max_queued, o.peer_timeout_ms = rate_gbps, max_queued, peer_timeout_ms
+        o.job_token = _int(job_token, "job_token", 64)
+        o.chunk_bytes = _int(chunk_bytes, "chunk_bytes", 64)
+        o.window_bytes = _int(window_bytes, "window_bytes", 64)
+        o.max_queued = _int(max_queued, "max_queued", 64)
+        o.peer_timeout_ms = _int(peer_timeout_ms, "peer_timeout_ms", 32)
+        o.rate_gbps = rate_gbps
         out = ctypes.c_void_p()
         _check(lib.tictac_context_create(ctypes.byref(o), ctypes.byref(out)), "context")
         self._h = out
@@ -241,11 +229,13 @@ class Context(_Handle):
 
     def listen(self, port=0):
         out = ctypes.c_void_p()
+        port = _int(port, "port", 16)
         _check(lib.tictac_listen(self._h, port, ctypes.byref(out)), f"listen on port {port}")
         return Listener(out.value, self)
 
     def connect(self, host, port):
         out = ctypes.c_void_p()
-        _check(lib.tictac_connect(self._h, _enc(host), port, ctypes.byref(out)),
+        port = _int(port, "port", 16)
+        _check(lib.tictac_connect(self._h, _enc(host, "host"), port, ctypes.byref(out)),
                f"connect to {host}:{port}")
         return Channel(out.value, self)

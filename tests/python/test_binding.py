@@ -145,6 +145,22 @@ class Base:
             ba.expect(12, b"read-only")
         with self.assertRaises(ValueError):
             ab.send(12, bytearray(4), priority=1 << 40)
+        # Out of the C types' range: refused, not wrapped by ctypes (to tensor 12).
+        for bad in (dict(tensor_id=2**64 + 12), dict(tensor_id=12, iteration=-1)):
+            with self.assertRaises(ValueError):
+                ab.send(buf=bytearray(4), **bad)
+        with self.assertRaises(ValueError):
+            ab.send(12, bytearray(4), name="w\0x")
+        with self.assertRaises(TypeError) as cm:
+            ab.send(12, memoryview(b"ro"))
+        self.assertIn("bytes(buf)", str(cm.exception))
+        op = ba.expect(13, bytearray(4))
+        with self.assertRaises(ValueError):
+            op.wait(3e6)  # above the C ABI's int milliseconds (it wrapped to a negative)
+        self.assertTrue(ba.cancel(op))
+        if torch is not None:
+            with self.assertRaises(TypeError):
+                ab.send(12, torch.ones(2, dtype=torch.complex64).conj())
 
     def test_urgent_overtakes_bulk(self):
         ab, ba = self.pair(a=dict(chunk_bytes=64 << 10, window_bytes=128 << 10))
@@ -235,6 +251,21 @@ class Tcp(Base, unittest.TestCase):
 
 
 class BadInput(unittest.TestCase):
+    def test_out_of_range_options_ports_and_double_close(self):
+        for bad in (dict(peer_timeout_ms=2**32), dict(chunk_bytes=-1)):
+            with self.assertRaises(ValueError):
+                tictac.Context(ucx_tls="shm", **bad)
+        with tictac.Context(ucx_tls="shm") as ctx:
+            with self.assertRaises(ValueError):
+                ctx.listen(70000)  # would bind port 4464
+            lst = ctx.listen(0)
+            closers = [threading.Thread(target=lst.close) for _ in range(8)]
+            for t in closers:
+                t.start()
+            for t in closers:
+                t.join()
+            self.assertIsNone(lst._h)
+
     def test_unreadable_graph_names_the_file(self):
         with self.assertRaises(tictac.Error) as cm:
             tictac.Context(graph="/nonexistent/model.json")

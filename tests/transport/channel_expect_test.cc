@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -12,6 +13,8 @@
 
 namespace tictac::transport::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 class ChannelExpectTest : public BackendTest {};
 
@@ -149,6 +152,39 @@ TEST_P(ChannelExpectTest, ABlockedWaitIsWokenByTheInlineFinish) {
     sender.join();
     EXPECT_TRUE(st.isOk()) << i << ": " << st.toString();
     EXPECT_EQ(checksum(dst.data(), 8), checksum(src.data(), 8)) << i;
+  }
+}
+
+// Completions do not nest: a callback that waits for an op not yet done
+// (which only a later completion pass could finish) gets kInvalidArgument at
+// once instead of hanging the progress thread or spinning its pump; one that
+// waits for a done op gets its status.
+TEST_P(ChannelExpectTest, WaitInsideACallbackForAPendingOpIsRefused) {
+  for (bool thread : {false, true}) {
+    Pair p = makePair(GetParam(), thread);
+    static char src[8] = "x", dst[8], never[8];
+    auto pending = p.ba->expect({2, 0, ""}, never, sizeof(never));  // a never sends it
+    ASSERT_TRUE(pending);
+    std::atomic<int> inner{-1}, done_inner{-1};
+    auto e = p.ba->expect({1, 0, ""}, dst, sizeof(dst), [&](const Status&) {
+      inner = static_cast<int>(pending.value()->wait(5s).code());
+    });
+    auto s = p.ab->send({1, 0, ""}, src, sizeof(src));
+    ASSERT_TRUE(e && s);
+    ASSERT_TRUE(driveUntil(
+        p, [&] { return inner >= 0; }, 30s))
+        << "thread " << thread;
+    EXPECT_EQ(inner, static_cast<int>(StatusCode::kInvalidArgument)) << "thread " << thread;
+    auto e2 = p.ba->expect({3, 0, ""}, dst, sizeof(dst), [&](const Status&) {
+      done_inner = static_cast<int>(e.value()->wait(5s).code());  // e is done
+    });
+    auto s2 = p.ab->send({3, 0, ""}, src, sizeof(src));
+    ASSERT_TRUE(e2 && s2);
+    ASSERT_TRUE(driveUntil(
+        p, [&] { return done_inner >= 0; }, 30s));
+    EXPECT_EQ(done_inner, static_cast<int>(StatusCode::kOk));
+    EXPECT_TRUE(s.value()->wait(30s).isOk());
+    EXPECT_TRUE(s2.value()->wait(30s).isOk());
   }
 }
 

@@ -1,7 +1,8 @@
 // A hostile peer past the handshake: it speaks the bootstrap and UCX like a
 // real peer, then answers a tensor with forged acks (a chunk never sent, an
-// absurd offset). The victim must fail that peer with kProtocolError naming
-// the problem: no crash, no unbounded allocation, no send completing kOk.
+// absurd offset), or sends a chunk twice. The victim must fail that peer or
+// expect with kProtocolError naming the problem: no crash, no unbounded
+// allocation, no operation completing kOk.
 #include <gtest/gtest.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
@@ -101,7 +102,67 @@ struct Attacker {
     }
     if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
   }
+  // Sends one data chunk [offset, +len) of a `total`-byte tensor 7 as
+  // `src_peer`, progressing `victim` too (the endpoint's wireup needs it).
+  void forgeData(Context& victim, uint32_t src_peer, uint64_t offset, uint32_t len, uint64_t total,
+                 bool last) {
+    wire::Header h;
+    h.type = static_cast<uint8_t>(wire::MsgType::kData);
+    h.flags = last ? wire::kFlagLast : 0;
+    h.src_peer = src_peer;
+    h.tensor_id = 7;
+    h.op_id = 77;
+    h.total_len = total;
+    h.offset = offset;
+    h.length = len;
+    std::vector<char> payload(len, 'x');
+    ucp_request_param_t rp{};
+    void* r = ucp_am_send_nbx(ep, ucx::kAmId, &h, sizeof h, payload.data(), len, &rp);
+    while (UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS) {
+      ucp_worker_progress(worker);
+      victim.progress();
+    }
+    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+  }
 };
+
+// A victim context and the channel it accepted from `evil`, which spoke the
+// bootstrap and connected its UCX endpoint: evil then writes wire messages.
+struct Victim {
+  std::shared_ptr<Context> ctx;
+  std::shared_ptr<Channel> ch;
+  uint32_t evil_id = 0;  // the id the victim assigned to evil
+  int fd = -1;
+  ~Victim() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void attach(const std::string& backend, Attacker& evil, Victim& v) {
+  ContextOptions o = backendHelper(backend).options();
+  auto victim = Context::create(o);
+  ASSERT_TRUE(victim) << victim.status().message();
+  v.ctx = victim.value();
+  auto listener = v.ctx->listen(0);
+  ASSERT_TRUE(listener);
+  auto accepted = std::async(std::launch::async, [&] { return listener.value()->accept(10s); });
+  auto fd = bootstrap::connectTcp("127.0.0.1", listener.value()->port(),
+                                  std::chrono::steady_clock::now() + 10s);
+  ASSERT_TRUE(fd);
+  v.fd = fd.value();
+  bootstrap::Hello mine;
+  mine.job_token = o.job_token;
+  mine.assigned_id = 1;
+  mine.backend = "ucx";
+  mine.address = evil.address;
+  auto theirs = bootstrap::handshake(v.fd, true, mine, std::chrono::steady_clock::now() + 10s);
+  ASSERT_TRUE(theirs) << theirs.status().message();
+  auto ch = accepted.get();
+  ASSERT_TRUE(ch) << ch.status().message();
+  v.ch = ch.value();
+  v.evil_id = theirs.value().assigned_id;
+  evil.connectTo(theirs.value().address);
+}
 
 struct Forgery {
   const char* what;
@@ -113,40 +174,22 @@ class HostileWireTest : public ::testing::TestWithParam<std::tuple<std::string, 
 TEST_P(HostileWireTest, ForgedAckFailsThePeerNotTheProcess) {
   auto [backend, forgery] = GetParam();
   if (!backendHelper(backend).viable()) GTEST_SKIP() << "backend not available";
-  ContextOptions o = backendHelper(backend).options();
-  auto victim = Context::create(o);
-  ASSERT_TRUE(victim) << victim.status().message();
-  auto listener = victim.value()->listen(0);
-  ASSERT_TRUE(listener);
+  Victim v;       // declared first: destroyed after the attacker
   Attacker evil;  // same UCX_TLS as the victim: the helper set it in the environment or config
-  auto accepted = std::async(std::launch::async, [&] { return listener.value()->accept(10s); });
-  auto fd = bootstrap::connectTcp("127.0.0.1", listener.value()->port(),
-                                  std::chrono::steady_clock::now() + 10s);
-  ASSERT_TRUE(fd);
-  bootstrap::Hello mine;
-  mine.job_token = o.job_token;
-  mine.assigned_id = 1;
-  mine.backend = "ucx";
-  mine.address = evil.address;
-  auto theirs =
-      bootstrap::handshake(fd.value(), true, mine, std::chrono::steady_clock::now() + 10s);
-  ASSERT_TRUE(theirs) << theirs.status().message();
-  auto ch = accepted.get();
-  ASSERT_TRUE(ch) << ch.status().message();
-  evil.connectTo(theirs.value().address);
+  ASSERT_NO_FATAL_FAILURE(attach(backend, evil, v));
 
   std::vector<char> src(1000, 'v');
-  auto s = ch.value()->send({1, 0, ""}, src.data(), src.size(), 0);
+  auto s = v.ch->send({1, 0, ""}, src.data(), src.size(), 0);
   ASSERT_TRUE(s);
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (!evil.got_data && std::chrono::steady_clock::now() < deadline) {
-    victim.value()->progress();
+    v.ctx->progress();
     ucp_worker_progress(evil.worker);
   }
   ASSERT_TRUE(evil.got_data) << "the tensor never reached the attacker";
-  evil.forgeAck(theirs.value().assigned_id, evil.data_op, forgery.offset, forgery.bytes);
+  evil.forgeAck(v.evil_id, evil.data_op, forgery.offset, forgery.bytes);
   while (!s.value()->done() && std::chrono::steady_clock::now() < deadline) {
-    victim.value()->progress();
+    v.ctx->progress();
     ucp_worker_progress(evil.worker);
   }
   ASSERT_TRUE(s.value()->done()) << forgery.what << ": the send hung";
@@ -154,7 +197,32 @@ TEST_P(HostileWireTest, ForgedAckFailsThePeerNotTheProcess) {
       << forgery.what << ": " << s.value()->status().toString();
   EXPECT_NE(s.value()->status().message().find("never sent"), std::string::npos)
       << s.value()->status().message();
-  ::close(fd.value());
+}
+
+// A chunk sent twice: the chunks then add up to more than the tensor, and the
+// expect fails with kProtocolError instead of completing with bytes unwritten.
+TEST(HostileWire, AChunkSentTwiceFailsTheExpect) {
+  if (!backendHelper("ucx-shm").viable()) GTEST_SKIP() << "backend not available";
+  Victim v;
+  Attacker evil;
+  ASSERT_NO_FATAL_FAILURE(attach("ucx-shm", evil, v));
+  std::vector<char> dst(1000, 0);
+  auto e = v.ch->expect({7, 0, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(e);
+  const uint32_t me = v.evil_id;
+  evil.forgeData(*v.ctx, me, 0, 500, 1000, false);
+  evil.forgeData(*v.ctx, me, 0, 500, 1000, false);  // again
+  evil.forgeData(*v.ctx, me, 500, 500, 1000, true);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!e.value()->done() && std::chrono::steady_clock::now() < deadline) {
+    v.ctx->progress();
+    ucp_worker_progress(evil.worker);
+  }
+  ASSERT_TRUE(e.value()->done()) << "the expect hung";
+  EXPECT_EQ(e.value()->status().code(), StatusCode::kProtocolError)
+      << e.value()->status().toString();
+  EXPECT_NE(e.value()->status().message().find("sent twice"), std::string::npos)
+      << e.value()->status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(

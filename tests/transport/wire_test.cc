@@ -100,6 +100,13 @@ TEST(WireHeader, RejectsEveryMalformedField) {
   h.length = 0;
   h.status = 0;
   expectBad(h, 0, "nack without status");
+  h.type = static_cast<uint8_t>(wire::MsgType::kAbort);
+  h.status = static_cast<int32_t>(StatusCode::kInProgress);
+  expectBad(h, 0, "abort 'in progress' (a poller would wait forever)");
+  h.status = static_cast<int32_t>(StatusCode::kTimeout);
+  expectBad(h, 0, "abort 'timeout'");
+  h.status = static_cast<int32_t>(StatusCode::kCanceled);
+  EXPECT_TRUE(wire::decodeHeader(wire::asBytes(h), 0, &out).isOk());
   std::byte shortRaw[10] = {};
   EXPECT_EQ(wire::decodeHeader({shortRaw, 10}, 0, &out).code(), StatusCode::kProtocolError);
 }

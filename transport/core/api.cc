@@ -26,6 +26,11 @@ void Op::finish(const Status& status) {
 }
 
 Status Op::wait(std::chrono::milliseconds timeout) {
+  if (!done() && ContextImpl::inCallbacks()) {
+    return {StatusCode::kInvalidArgument,
+            "wait: called inside a completion callback for an op that is not done (completions "
+            "do not nest: it would wait forever)"};
+  }
   auto deadline = timeout == std::chrono::milliseconds::max() ? Clock::time_point::max()
                                                               : Clock::now() + timeout;
   if (pump_) {  // set only without a progress thread (never empty)

@@ -62,8 +62,9 @@ struct RecvOp {
   size_t len = 0;
   const MemoryRegion* region = nullptr;
   size_t received = 0;
-  unsigned pending = 0;  // backend receives (and its advert) not yet done
-  uint64_t advert = 0;   // its advert's backend token until onAdvertDone; 0: none
+  size_t chunk_bytes = 0;  // bytes of the data messages routed to it (each byte once)
+  unsigned pending = 0;    // backend receives (and its advert) not yet done
+  uint64_t advert = 0;     // its advert's backend token until onAdvertDone; 0: none
   bool started = false, seen_last = false;
   std::optional<Status> failed;
 };

@@ -88,6 +88,24 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
 // Lands one chunk: in place now (memcpy), or through backend.receive() later.
 void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming* in, void* desc,
                        bool ack) {
+  // A sender sends each byte of a tensor once: chunks adding up to more than
+  // the expect (a chunk sent twice) would complete it "ok" with part of the
+  // buffer never written. The expect fails instead; the rest of that send is
+  // dropped (acked, as after a size mismatch).
+  if (h.length > r.len - r.chunk_bytes) {
+    if (desc != nullptr) backend_->release(desc);
+    if (Peer* p = ack ? findPeer(h.src_peer) : nullptr) {
+      p->acks.push_back({h.op_id, h.offset, h.length});
+    }
+    if (!(h.flags & wire::kFlagLast))
+      rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
+    failExpect(rid,
+               Status(StatusCode::kProtocolError,
+                      "tensor " + std::to_string(h.tensor_id) + ": chunks add up to more " +
+                          "than its " + std::to_string(r.len) + " bytes (a chunk sent twice)"));
+    return;
+  }
+  r.chunk_bytes += h.length;
   // Data on the usual path: the advert crossed it, or had not left yet
   // (a backend may hold adverts back); withdraw it so that its end follows.
   if (r.advert != 0 && !r.started) unadverts_.push_back(r.advert);

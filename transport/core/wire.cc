@@ -48,7 +48,11 @@ Status decodeHeader(std::span<const std::byte> raw, size_t payload_len, Header* 
     case MsgType::kNack:
     case MsgType::kAbort:
       if (h.length != 0) return bad("nack/abort with payload");
-      if (h.status <= 0 || h.status > static_cast<int32_t>(StatusCode::kUnsupported)) {
+      // A final failure only: in_progress or timeout would read as "not done
+      // yet" to a caller polling wait() and keep it waiting forever.
+      if (h.status <= 0 || h.status > static_cast<int32_t>(StatusCode::kUnsupported) ||
+          h.status == static_cast<int32_t>(StatusCode::kInProgress) ||
+          h.status == static_cast<int32_t>(StatusCode::kTimeout)) {
         return bad("nack/abort status " + std::to_string(h.status));
       }
       break;

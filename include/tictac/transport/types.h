@@ -64,7 +64,9 @@ class Op {
   Status status() const;
   // Blocks until done or until `timeout` passes; returns status() (kTimeout if
   // the deadline passed first: the operation itself goes on). Without a
-  // progress thread the waiting thread drives the context's progress.
+  // progress thread the waiting thread drives the context's progress. From
+  // inside a completion callback, waiting for an op that is not done returns
+  // kInvalidArgument at once: completions do not nest, so it would never end.
   Status wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 
   // Library side: the progress function to drive while waiting (null with a
