@@ -20,8 +20,10 @@ thread inside Op.wait()), never inside send()/expect().
 Priorities: `priority=None` asks the context's ordering hints (the `graph` +
 `analyzer` or `hints_tsv` options), else the library's default.
 """
+import atexit
 import ctypes
 import threading
+import weakref
 
 from . import _capi
 from ._args import _buffer, _enc, _int, _ms
@@ -91,10 +93,15 @@ class Op:
 
 
 class _Handle:
-    """An owned C handle: close() (also on `with` exit and on collection)
-    destroys it once with the class's _destroy function."""
+    """An owned C handle: close() (also on `with` exit, on collection and at
+    interpreter exit) destroys it once with the class's _destroy function."""
 
     _h = None
+    _exit_order = 0  # at exit: channels (0), then listeners (1), then contexts (2)
+
+    def _own(self, handle):
+        self._h = handle
+        _live.add(self)
 
     def close(self):
         # Taken under a lock: two threads closing at once destroy it once.
@@ -114,13 +121,25 @@ class _Handle:
         self.close()
 
 
+# Every open Channel, Listener and Context, closed at interpreter exit while
+# threads still run: pending ops then complete ("canceled") through callbacks
+# that can still take the GIL, instead of dying inside interpreter teardown.
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for h in sorted(list(_live), key=lambda h: h._exit_order):
+        h.close()
+
+
 class Channel(_Handle):
     """A connection to one peer: send(), expect(), cancel(), close()."""
 
     _destroy = staticmethod(lambda h: lib.tictac_channel_destroy(h))
 
     def __init__(self, handle, ctx):
-        self._h = ctypes.c_void_p(handle)
+        self._own(ctypes.c_void_p(handle))
         self._ctx = ctx  # the context outlives its channels
 
     def _post(self, what, fn, buf, writable, on_done):
@@ -161,9 +180,10 @@ class Listener(_Handle):
     """Accepts peers on a TCP port (the bootstrap); .port is the bound port."""
 
     _destroy = staticmethod(lambda h: lib.tictac_listener_destroy(h))
+    _exit_order = 1
 
     def __init__(self, handle, ctx):
-        self._h = ctypes.c_void_p(handle)
+        self._own(ctypes.c_void_p(handle))
         self._ctx = ctx
         self.port = lib.tictac_listener_port(self._h)
 
@@ -177,6 +197,7 @@ class Context(_Handle):
     """Devices, scheduler and progress of one process (see tictac_options_t)."""
 
     _destroy = staticmethod(lambda h: lib.tictac_context_destroy(h))
+    _exit_order = 2
 
     def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
                  job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
@@ -199,7 +220,7 @@ class Context(_Handle):
         o.rate_gbps = rate_gbps
         out = ctypes.c_void_p()
         _check(lib.tictac_context_create(ctypes.byref(o), ctypes.byref(out)), "context")
-        self._h = out
+        self._own(out)
 
     def progress(self, timeout=None):
         """Makes progress (completions fire here); returns the number of events handled.
