@@ -226,6 +226,8 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
       ++it;
     }
   }
+  // Its rejected ops: no chunk of them can come any more.
+  std::erase_if(rejected_, [peer](const auto& entry) { return entry.second == peer; });
 }
 
 }  // namespace tictac::transport
