@@ -86,6 +86,19 @@ struct Attacker {
     ep_p.address = reinterpret_cast<const ucp_address_t*>(remote.data());
     ASSERT_EQ(ucp_ep_create(worker, &ep_p, &ep), UCS_OK);
   }
+  // Sends header + payload eagerly and waits for it, progressing `victim`
+  // too when given (a first message needs the endpoint's wireup).
+  void sendAm(const wire::Header& h, const void* payload, size_t len, Context* victim) {
+    ucp_request_param_t rp{};
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    rp.flags = UCP_AM_SEND_FLAG_EAGER;
+    void* r = ucp_am_send_nbx(ep, ucx::kAmId, &h, sizeof h, payload, len, &rp);
+    while (UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS) {
+      ucp_worker_progress(worker);
+      if (victim != nullptr) victim->progress();
+    }
+    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+  }
   // Sends one forged ack {op, offset, bytes} as peer `src_peer`.
   void forgeAck(uint32_t src_peer, uint64_t op, uint64_t offset, uint64_t bytes) {
     wire::Header h;
@@ -93,17 +106,9 @@ struct Attacker {
     h.src_peer = src_peer;
     h.length = sizeof(wire::AckEntry);
     wire::AckEntry e{op, offset, bytes};
-    ucp_request_param_t rp{};
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    rp.flags = UCP_AM_SEND_FLAG_EAGER;
-    void* r = ucp_am_send_nbx(ep, ucx::kAmId, &h, sizeof h, &e, sizeof e, &rp);
-    while (UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS) {
-      ucp_worker_progress(worker);
-    }
-    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+    sendAm(h, &e, sizeof e, nullptr);
   }
-  // Sends one data chunk [offset, +len) of a `total`-byte tensor 7 as
-  // `src_peer`, progressing `victim` too (the endpoint's wireup needs it).
+  // Sends one data chunk [offset, +len) of a `total`-byte tensor 7 as `src_peer`.
   void forgeData(Context& victim, uint32_t src_peer, uint64_t offset, uint32_t len, uint64_t total,
                  bool last) {
     wire::Header h;
@@ -116,13 +121,7 @@ struct Attacker {
     h.offset = offset;
     h.length = len;
     std::vector<char> payload(len, 'x');
-    ucp_request_param_t rp{};
-    void* r = ucp_am_send_nbx(ep, ucx::kAmId, &h, sizeof h, payload.data(), len, &rp);
-    while (UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS) {
-      ucp_worker_progress(worker);
-      victim.progress();
-    }
-    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+    sendAm(h, payload.data(), len, &victim);
   }
 };
 

@@ -47,7 +47,7 @@ void ContextImpl::startExpect(Submission& s) {
       releaseLater(c.desc);  // after the nack (see release_after_ctrl_)
     }
     queueCtrl(s.peer, wire::MsgType::kNack, first, StatusCode::kSizeMismatch);
-    if (!last_seen) rejected_[first.op_id ^ (uint64_t{s.peer} << 48)] = s.peer;
+    if (!last_seen) rejected_[engine::rejectedKey(first.op_id, s.peer)] = s.peer;
     failExpect(s.id,
                Status(StatusCode::kSizeMismatch,
                       "tensor " + std::to_string(s.key.id) + ": expected " + std::to_string(s.len) +

@@ -54,6 +54,11 @@ struct SendOp {
   bool all_handed = false, zero_acked = false, in_sched = false;
   std::optional<Status> failed;
 };
+// Key of ContextImpl::rejected_: a sender's op id, made unique across peers
+// (op ids are per sender) by the peer id in its top 16 bits.
+inline uint64_t rejectedKey(uint64_t sender_op, uint32_t peer) {
+  return sender_op ^ (uint64_t{peer} << 48);
+}
 struct RecvOp {
   OpHandle handle;
   Completion cb;

@@ -33,7 +33,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
       return onNack(h);
     case wire::MsgType::kAbort: {
       PeerKey key{h.src_peer, h.iteration, h.tensor_id};
-      rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
+      rejected_[engine::rejectedKey(h.op_id, h.src_peer)] = h.src_peer;
       dropStash(key);
       if (isExpressExpect(key)) promoteExpect();
       if (const uint64_t* rid = expect_index_.find(key)) {
@@ -48,7 +48,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
 void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   PeerKey key{h.src_peer, h.iteration, h.tensor_id};
   Peer& peer = *findPeer(h.src_peer);  // onMessage() checked it
-  uint64_t rkey = h.op_id ^ (uint64_t{h.src_peer} << 48);
+  uint64_t rkey = engine::rejectedKey(h.op_id, h.src_peer);
   bool in_place = in.data != nullptr || h.length == 0;
   auto rj = rejected_.empty() ? rejected_.end() : rejected_.find(rkey);
   if (rj != rejected_.end()) {  // dropped, but acked
@@ -98,7 +98,7 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
       p->acks.push_back({h.op_id, h.offset, h.length});
     }
     if (!(h.flags & wire::kFlagLast))
-      rejected_[h.op_id ^ (uint64_t{h.src_peer} << 48)] = h.src_peer;
+      rejected_[engine::rejectedKey(h.op_id, h.src_peer)] = h.src_peer;
     failExpect(rid,
                Status(StatusCode::kProtocolError,
                       "tensor " + std::to_string(h.tensor_id) + ": chunks add up to more " +
