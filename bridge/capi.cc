@@ -100,6 +100,7 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
     opts.window_bytes = c.window_bytes;
     opts.rate_gbps = c.rate_gbps;
     opts.max_queued = c.max_queued;
+    opts.max_unexpected_bytes = c.max_unexpected_bytes;
     if (c.peer_timeout_ms != 0) opts.peer_timeout = std::chrono::milliseconds(c.peer_timeout_ms);
     if (Status h = loadHints(c, opts); !h) return fail(h);
   }

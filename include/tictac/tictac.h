@@ -71,6 +71,10 @@ typedef struct tictac_options {
    * "0-3,8". TICTAC_PROGRESS_CPUS overrides it. A caller built against an
    * older header (struct_size ending before this field) gets "auto". */
   const char* progress_cpus;
+  /* What one peer's tensors that arrived before their expect may hold in this
+   * process (0: 1 GiB); a peer sending more is failed, its ops end
+   * TICTAC_PEER_LOST naming the limit. Older headers: the default. */
+  size_t max_unexpected_bytes;
 } tictac_options_t;
 
 typedef void (*tictac_callback_t)(void* arg, int status);

@@ -201,7 +201,8 @@ class Context(_Handle):
 
     def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
                  job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
-                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None, progress_cpus=None):
+                 peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None, progress_cpus=None,
+                 max_unexpected_bytes=0):
         o = _capi.Options()
         o.struct_size = ctypes.sizeof(o)
         names = ("backend", "ucx_tls", "ucx_net_devices", "hints_tsv", "graph", "analyzer",
@@ -216,6 +217,7 @@ class Context(_Handle):
         o.chunk_bytes = _int(chunk_bytes, "chunk_bytes", 64)
         o.window_bytes = _int(window_bytes, "window_bytes", 64)
         o.max_queued = _int(max_queued, "max_queued", 64)
+        o.max_unexpected_bytes = _int(max_unexpected_bytes, "max_unexpected_bytes", 64)
         o.peer_timeout_ms = _int(peer_timeout_ms, "peer_timeout_ms", 32)
         o.rate_gbps = rate_gbps
         out = ctypes.c_void_p()

@@ -34,6 +34,7 @@ class Options(ctypes.Structure):
         ("graph", ctypes.c_char_p),
         ("analyzer", ctypes.c_char_p),
         ("progress_cpus", ctypes.c_char_p),
+        ("max_unexpected_bytes", ctypes.c_size_t),
     ]
 
 

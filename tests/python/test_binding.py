@@ -5,6 +5,7 @@ exactly once, size mismatch and cancel as errors, urgent overtakes bulk,
 priorities from a model graph analyzed in process, buffers kept alive for
 dropped ops, caller-driven progress with a timeout (arm, event_fd), bad
 input rejected with a clear error."""
+import contextlib
 import array, gc, hashlib, json, os, tempfile, threading, time, unittest
 
 import tictac
@@ -208,6 +209,19 @@ class Base:
         self.assertTrue(done.wait(30))
         self.assertEqual(got, ["ok"])
 
+    def test_unexpected_tensors_past_the_limit_fail_the_peer(self):
+        ab, ba = self.pair(a=dict(max_unexpected_bytes=64 * 1024))  # a receives
+        pending = ab.expect(999, bytearray(8))
+        sends = [ba.send(i, bytes(4096)) for i in range(40)]  # none expected: > 64 KiB
+        with self.assertRaises(tictac.Error) as cm:
+            pending.wait(30)
+        self.assertEqual(cm.exception.name, "peer_lost")
+        self.assertIn("max_unexpected_bytes", str(cm.exception))
+        for s in sends:  # the sender learns it too: its sends past the limit fail
+            with contextlib.suppress(tictac.Error):
+                s.wait(30)
+        self.assertIn("peer_lost", {s.status for s in sends})
+
     def test_progress_timeout_arm_and_event_fd(self):
         ab, ba = self.pair(progress_thread=False)
         a, b = ab._ctx, ba._ctx
@@ -252,7 +266,8 @@ class Tcp(Base, unittest.TestCase):
 
 class BadInput(unittest.TestCase):
     def test_out_of_range_options_ports_and_double_close(self):
-        for bad in (dict(peer_timeout_ms=2**32), dict(chunk_bytes=-1)):
+        for bad in (dict(peer_timeout_ms=2**32), dict(chunk_bytes=-1),
+                    dict(max_unexpected_bytes=2**64)):
             with self.assertRaises(ValueError):
                 tictac.Context(ucx_tls="shm", **bad)
         with tictac.Context(ucx_tls="shm") as ctx:

@@ -122,6 +122,10 @@ RegistrationStats Context::registrationStats() const {
 std::vector<int> Context::progressCpus() const {
   return impl_->progressCpus();
 }
+ReceiveStats Context::receiveStats() const {
+  return impl_->receiveStats();
+}
+
 std::vector<PriorityStats> Context::priorityStats() const {
   return impl_->priorityStats();
 }

@@ -48,6 +48,8 @@ Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& o
   so.max_queued = SIZE_MAX / 2;  // the channel enforces max_queued itself (see send())
   c->sched_ = std::make_unique<SendScheduler>(so);
   if (c->opts_.max_queued == 0) c->opts_.max_queued = kDefaultMaxQueuedOps;
+  if (c->opts_.max_unexpected_bytes == 0)
+    c->opts_.max_unexpected_bytes = kDefaultMaxUnexpectedBytes;
   c->opts_.chunk_bytes = c->sched_->options().chunk_bytes;
   // An express send is one chunk in one backend message: at most kInlineMax
   // (or what the backend copies, if more) and a chunk (Backend::copiedPayloadMax).
@@ -217,6 +219,17 @@ void ContextImpl::releaseMemory(const void* addr, size_t len) {
 RegistrationStats ContextImpl::registrationStats() {
   std::lock_guard<std::mutex> lock(core_mu_);
   return cache_->stats();
+}
+
+ReceiveStats ContextImpl::receiveStats() {
+  std::lock_guard<std::mutex> lock(core_mu_);
+  ReceiveStats s;
+  for (const auto& [key, q] : stash_) s.unexpected_chunks += q.size();
+  for (const auto& [id, peer] : peers_) {
+    s.unexpected_bytes += peer.stashed_bytes;
+    s.rejected_ops += peer.rejected.size();
+  }
+  return s;
 }
 
 std::vector<PriorityStats> ContextImpl::priorityStats() {

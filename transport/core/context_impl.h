@@ -79,6 +79,7 @@ class ContextImpl : public BackendEvents {
   void releaseMemory(const void* addr, size_t len);
   RegistrationStats registrationStats();
   std::vector<PriorityStats> priorityStats();
+  ReceiveStats receiveStats();
   const ContextOptions& options() const { return opts_; }
   std::string backendName() const { return backend_->name(); }
   const std::vector<int>& progressCpus() const { return progress_cpus_; }
@@ -121,9 +122,8 @@ class ContextImpl : public BackendEvents {
   bool startNow(Submission& s);
   void submit(Submission& s);                        // startNow() or the queue, then wakeSleepers()
   bool cancelOp(uint32_t peer, const OpHandle& op);  // cancel() without the wake-up
-  // at_once: the op is handed out in this pass (an idle, unpaced scheduler:
-  // posted here when it fits one chunk, SendScheduler::sendWhole), so its
-  // enqueue time is not read (SendScheduler::kUntimed).
+  // at_once: the op is handed out in this pass (an idle, unpaced scheduler: posted
+  // here when it fits one chunk, SendScheduler::sendWhole): no enqueue time read.
   void startSend(Submission& s, bool at_once = false);
   // A send that never reached the engine's tables: queues its completion with st.
   void failSend(Submission& s, Status st);
@@ -193,6 +193,7 @@ class ContextImpl : public BackendEvents {
   // operation then fails with the peer-lost status, not the raw error.
   Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
+  void unstash(uint32_t peer, const std::deque<Stashed>& q);  // Peer::stashed_bytes -= theirs
   void tryFinishSend(uint64_t id);
   // Ends a started op with `st`. Without a callback, inside a progress round
   // (finish_inline_), it is finished here (no user code to keep outside
@@ -259,10 +260,9 @@ class ContextImpl : public BackendEvents {
   uint64_t xexpect_id_ = 0;  // the express expect's op id; 0: the slot is free
   RecvOp xexpect_;           // the express expect (not in recvs_ nor expect_index_)
   std::unordered_map<PeerKey, std::deque<Stashed>, PeerKeyHash> stash_;
-  std::unordered_map<uint64_t, uint32_t> rejected_;  // sender op (xor peer) -> peer
-  SlabTable<Post> posts_;                            // by backend token
-  SlabTable<Landing> landings_;                      // by backend token
-  std::deque<Landing> to_land_;                      // deque: backends write descs into its slots
+  SlabTable<Post> posts_;        // by backend token
+  SlabTable<Landing> landings_;  // by backend token
+  std::deque<Landing> to_land_;  // deque: backends write descs into its slots
   // Dropped payloads (rejected, size mismatch) released at the end of
   // flushControl(), after the nacks: a backend that completes the sender's
   // post on release (UCX rendezvous) must not let that completion, which

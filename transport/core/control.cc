@@ -39,6 +39,7 @@ void ContextImpl::startExpect(Submission& s) {
   if (st == stash_.end()) return advertise(added, s.id);
   std::deque<Stashed> q = std::move(st->second);
   stash_.erase(st);
+  unstash(s.peer, q);
   const wire::Header& first = q.front().h;
   if (first.total_len != s.len) {
     bool last_seen = false;
@@ -47,7 +48,7 @@ void ContextImpl::startExpect(Submission& s) {
       releaseLater(c.desc);  // after the nack (see release_after_ctrl_)
     }
     queueCtrl(s.peer, wire::MsgType::kNack, first, StatusCode::kSizeMismatch);
-    if (!last_seen) rejected_[engine::rejectedKey(first.op_id, s.peer)] = s.peer;
+    if (!last_seen) findPeer(s.peer)->rejected.insert(first.op_id);
     failExpect(s.id,
                Status(StatusCode::kSizeMismatch,
                       "tensor " + std::to_string(s.key.id) + ": expected " + std::to_string(s.len) +

@@ -60,7 +60,14 @@ void ContextImpl::handleLostPeers() {
   // operation the backend fails meanwhile takes the peer-lost status (lostOr).
   for (int i = 0; i < 16 && backend_->progress() > 0; ++i) {
   }
-  for (auto& [peer, why] : dying_) failPeer(peer, why);
+  // A peer failed here (a protocol error, a limit, its endpoint) still has
+  // its bootstrap link: closing it (kBye) tells the peer, whose ops would
+  // otherwise wait for acks that never come. A link the monitor lost is gone;
+  // in ~ContextImpl the monitor is (its destructor said kBye on every link).
+  for (auto& [peer, why] : dying_) {
+    if (monitor_) monitor_->remove(peer);
+    failPeer(peer, why);
+  }
   dying_.clear();
 }
 

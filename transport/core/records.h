@@ -13,6 +13,7 @@
 
 #include "tictac/transport/types.h"
 #include "transport/backend.h"
+#include "transport/core/rejected_ops.h"
 #include "transport/core/wire.h"
 
 namespace tictac::transport {
@@ -54,11 +55,6 @@ struct SendOp {
   bool all_handed = false, zero_acked = false, in_sched = false;
   std::optional<Status> failed;
 };
-// Key of ContextImpl::rejected_: a sender's op id, made unique across peers
-// (op ids are per sender) by the peer id in its top 16 bits.
-inline uint64_t rejectedKey(uint64_t sender_op, uint32_t peer) {
-  return sender_op ^ (uint64_t{peer} << 48);
-}
 struct RecvOp {
   OpHandle handle;
   Completion cb;
@@ -76,6 +72,7 @@ struct RecvOp {
 struct Stashed {  // a chunk that arrived before its expect (already acked)
   wire::Header h;
   void* desc;
+  size_t held;  // what it counts against Peer::stashed_bytes (recv_path.cc)
 };
 struct Post {  // one backend post in flight
   wire::Header h;
@@ -101,6 +98,10 @@ struct Peer {
   // Nacks / aborts to send, each with its post() priority (an abort travels
   // in its tensor's wire class, behind the chunks it cancels).
   std::vector<std::pair<wire::Header, uint32_t>> ctrl;
+  // Receiver side: its send ops whose remaining chunks are dropped (acked),
+  // and what its stashed chunks hold here (ContextOptions::max_unexpected_bytes).
+  RejectedOps rejected;
+  size_t stashed_bytes = 0;
 };
 struct Submission {
   bool is_send;

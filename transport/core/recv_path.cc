@@ -7,6 +7,7 @@
 // (release_after_ctrl_), so a nack reaches the sender before the backend
 // completes the sender's post of a rejected chunk.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "transport/core/context_impl.h"
@@ -33,7 +34,7 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
       return onNack(h);
     case wire::MsgType::kAbort: {
       PeerKey key{h.src_peer, h.iteration, h.tensor_id};
-      rejected_[engine::rejectedKey(h.op_id, h.src_peer)] = h.src_peer;
+      findPeer(h.src_peer)->rejected.insert(h.op_id);
       dropStash(key);
       if (isExpressExpect(key)) promoteExpect();
       if (const uint64_t* rid = expect_index_.find(key)) {
@@ -48,13 +49,11 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
 void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   PeerKey key{h.src_peer, h.iteration, h.tensor_id};
   Peer& peer = *findPeer(h.src_peer);  // onMessage() checked it
-  uint64_t rkey = engine::rejectedKey(h.op_id, h.src_peer);
   bool in_place = in.data != nullptr || h.length == 0;
-  auto rj = rejected_.empty() ? rejected_.end() : rejected_.find(rkey);
-  if (rj != rejected_.end()) {  // dropped, but acked
+  if (!peer.rejected.empty() && peer.rejected.contains(h.op_id)) {  // dropped, but acked
     peer.acks.push_back({h.op_id, h.offset, h.length});
     if (!in_place) in.retain_into = &release_after_ctrl_.emplace_back(nullptr);
-    if (h.flags & wire::kFlagLast) rejected_.erase(rj);
+    if (h.flags & wire::kFlagLast) peer.rejected.erase(h.op_id);
     return;
   }
   if (isExpressExpect(key) && landExpress(h, in, peer)) return;
@@ -62,9 +61,19 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   if (found == nullptr) {
     // No expect yet: the backend keeps the bytes; ack now (flagged or not) so
     // an unexpected tensor never holds the sender's window (its send completes
-    // only once the backend delivered the data, when the expect comes).
+    // only once the backend delivered the data, when the expect comes). What
+    // that holds here is bounded per peer (max_unexpected_bytes): past it the
+    // peer is failed, the chunk dropped.
+    size_t held = kStashedChunkBytes + (in.data != nullptr ? h.length : 0);
+    if (held > opts_.max_unexpected_bytes - peer.stashed_bytes) {  // never above the limit
+      return onPeerError(h.src_peer, Status(StatusCode::kProtocolError,
+                                            "peer sent more than max_unexpected_bytes (" +
+                                                std::to_string(opts_.max_unexpected_bytes) +
+                                                ") of tensors not yet expected"));
+    }
+    peer.stashed_bytes += held;
     auto& q = stash_[key];
-    q.push_back(Stashed{h, nullptr});
+    q.push_back(Stashed{h, nullptr, held});
     in.retain_into = &q.back().desc;  // deque: the slot stays where it is
     peer.acks.push_back({h.op_id, h.offset, h.length});
     return;
@@ -73,7 +82,7 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
   RecvOp& r = *recvs_.find(rid);
   if (h.total_len != r.len) {
     queueCtrl(h.src_peer, wire::MsgType::kNack, h, StatusCode::kSizeMismatch);
-    if (!(h.flags & wire::kFlagLast)) rejected_[rkey] = h.src_peer;
+    if (!(h.flags & wire::kFlagLast)) peer.rejected.insert(h.op_id);
     peer.acks.push_back({h.op_id, h.offset, h.length});
     if (!in_place) in.retain_into = &release_after_ctrl_.emplace_back(nullptr);
     failExpect(rid, Status(StatusCode::kSizeMismatch, "tensor " + std::to_string(h.tensor_id) +
@@ -97,8 +106,8 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
     if (Peer* p = ack ? findPeer(h.src_peer) : nullptr) {
       p->acks.push_back({h.op_id, h.offset, h.length});
     }
-    if (!(h.flags & wire::kFlagLast))
-      rejected_[engine::rejectedKey(h.op_id, h.src_peer)] = h.src_peer;
+    Peer* from = findPeer(h.src_peer);
+    if (from != nullptr && !(h.flags & wire::kFlagLast)) from->rejected.insert(h.op_id);
     failExpect(rid,
                Status(StatusCode::kProtocolError,
                       "tensor " + std::to_string(h.tensor_id) + ": chunks add up to more " +
@@ -252,8 +261,18 @@ void ContextImpl::tryFinishExpect(uint64_t id) {
 void ContextImpl::dropStash(const PeerKey& key) {
   auto it = stash_.find(key);
   if (it == stash_.end()) return;
+  unstash(key.peer, it->second);
   for (auto& s : it->second) backend_->release(s.desc);
   stash_.erase(it);
+}
+
+void ContextImpl::unstash(uint32_t peer, const std::deque<Stashed>& q) {
+  Peer* p = findPeer(peer);
+  if (p == nullptr) return;
+  for (const auto& s : q) {
+    assert(p->stashed_bytes >= s.held);
+    p->stashed_bytes -= s.held;
+  }
 }
 
 }  // namespace tictac::transport

@@ -227,7 +227,8 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
     }
   }
   // Its rejected ops: no chunk of them can come any more.
-  std::erase_if(rejected_, [peer](const auto& entry) { return entry.second == peer; });
+  pit->second.rejected.clear();
+  pit->second.stashed_bytes = 0;
 }
 
 }  // namespace tictac::transport

@@ -51,8 +51,13 @@ struct ContextOptions {
   // Scheduler knobs (0 = library default, see docs/transport.md).
   size_t chunk_bytes = 0;
   size_t window_bytes = 0;
-  double rate_gbps = 0;                       // payload pacing; 0 = unpaced
-  size_t max_queued = 0;                      // sends queued (not yet started) before kNoResource
+  double rate_gbps = 0;   // payload pacing; 0 = unpaced
+  size_t max_queued = 0;  // sends queued (not yet started) before kNoResource
+  // What one peer's tensors that came before their expect() may hold here
+  // (payloads the backend kept in memory, plus 256 bytes a chunk); a peer that
+  // sends more is failed (its ops end kPeerLost, naming this limit).
+  // 0 = 1 GiB. See docs/transport.md, "Unexpected tensors".
+  size_t max_unexpected_bytes = 0;
   Priority default_priority = 1u << 31;       // when send() has no priority and no hint
   std::shared_ptr<const HintProvider> hints;  // optional
 };
@@ -62,6 +67,13 @@ struct RegistrationStats {
   uint64_t misses = 0;         // a new registration was made
   uint64_t invalidations = 0;  // entries dropped because memory was unmapped/freed/released
   uint64_t entries = 0;        // registrations currently cached
+};
+
+// The receive side's memory for what came early or late (receiveStats()).
+struct ReceiveStats {
+  uint64_t unexpected_chunks = 0;  // chunks kept until their expect() comes
+  uint64_t unexpected_bytes = 0;   // what they count against max_unexpected_bytes
+  uint64_t rejected_ops = 0;       // send ops whose remaining chunks are dropped
 };
 
 struct PriorityStats {
@@ -108,6 +120,7 @@ class Context {
   void releaseMemory(const void* addr, size_t len);
   RegistrationStats registrationStats() const;
   std::vector<PriorityStats> priorityStats() const;
+  ReceiveStats receiveStats() const;
 
   // Runs the progress engine once: backend events, scheduler, completions.
   // Returns the number of events handled (0 when idle or when another thread
