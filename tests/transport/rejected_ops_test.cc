@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <map>
+#include <random>
 
 namespace tictac::transport {
 namespace {

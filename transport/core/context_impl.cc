@@ -224,8 +224,8 @@ RegistrationStats ContextImpl::registrationStats() {
 ReceiveStats ContextImpl::receiveStats() {
   std::lock_guard<std::mutex> lock(core_mu_);
   ReceiveStats s;
-  for (const auto& [key, q] : stash_) s.unexpected_chunks += q.size();
   for (const auto& [id, peer] : peers_) {
+    s.unexpected_chunks += peer.stashed_chunks;
     s.unexpected_bytes += peer.stashed_bytes;
     s.rejected_ops += peer.rejected.size();
   }

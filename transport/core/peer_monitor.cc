@@ -85,19 +85,16 @@ void PeerMonitor::run() {
   for (;;) {
     closeRemoved();
     std::vector<std::pair<uint32_t, Status>> lost;
+    bool beat = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
       auto now = Clock::now();
-      bool beat = now >= next_beat;
+      beat = now >= next_beat;
       if (beat) next_beat = now + interval_;
       fds.assign(1, pollfd{wake_fds_[0], POLLIN, 0});
       peers.clear();
       for (auto& [peer, link] : links_) {
-        if (beat) {
-          Status s = bs::sendFrame(link.fd, bs::FrameType::kHeartbeat, {});
-          if (!s) lost.emplace_back(peer, s);
-        }
         if (now - link.last_seen > timeout_) {
           lost.emplace_back(
               peer, Status(StatusCode::kPeerLost, "no heartbeat from peer for " +
@@ -106,6 +103,13 @@ void PeerMonitor::run() {
         fds.push_back(pollfd{link.fd, POLLIN, 0});
         peers.push_back(peer);
       }
+    }
+    // Heartbeats outside mu_: a send to a peer that does not read may block
+    // (up to 5 s), and remove(), which the engine calls under its own lock,
+    // must not wait for that. The fds stay open: only this thread closes links.
+    for (size_t i = 1; beat && i < fds.size(); ++i) {
+      Status s = bs::sendFrame(fds[i].fd, bs::FrameType::kHeartbeat, {});
+      if (!s) lost.emplace_back(peers[i - 1], s);
     }
     auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
     if (lost.empty()) {

@@ -46,6 +46,12 @@ Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::strin
     return theirs.status();
   }
   monitor_->add(id, fd);
+  // Failed between its admission and now (a protocol error on the data
+  // path): its link came after failPeer's removal; close it now.
+  if (!peerAlive(id)) {
+    monitor_->remove(id);
+    return Status(StatusCode::kPeerLost, "peer " + name + " failed during its setup");
+  }
   return id;
 }
 
@@ -60,14 +66,7 @@ void ContextImpl::handleLostPeers() {
   // operation the backend fails meanwhile takes the peer-lost status (lostOr).
   for (int i = 0; i < 16 && backend_->progress() > 0; ++i) {
   }
-  // A peer failed here (a protocol error, a limit, its endpoint) still has
-  // its bootstrap link: closing it (kBye) tells the peer, whose ops would
-  // otherwise wait for acks that never come. A link the monitor lost is gone;
-  // in ~ContextImpl the monitor is (its destructor said kBye on every link).
-  for (auto& [peer, why] : dying_) {
-    if (monitor_) monitor_->remove(peer);
-    failPeer(peer, why);
-  }
+  for (auto& [peer, why] : dying_) failPeer(peer, why);
   dying_.clear();
 }
 

@@ -99,9 +99,12 @@ struct Peer {
   // in its tensor's wire class, behind the chunks it cancels).
   std::vector<std::pair<wire::Header, uint32_t>> ctrl;
   // Receiver side: its send ops whose remaining chunks are dropped (acked),
-  // and what its stashed chunks hold here (ContextOptions::max_unexpected_bytes).
+  // and its stashed chunks: their number, what they count against
+  // ContextOptions::max_unexpected_bytes, and whether they passed it (the
+  // peer's failure is reported, not yet handled: its chunks are dropped).
   RejectedOps rejected;
-  size_t stashed_bytes = 0;
+  size_t stashed_chunks = 0, stashed_bytes = 0;
+  bool over_limit = false;
 };
 struct Submission {
   bool is_send;

@@ -65,13 +65,16 @@ void ContextImpl::onData(const wire::Header& h, Incoming& in) {
     // that holds here is bounded per peer (max_unexpected_bytes): past it the
     // peer is failed, the chunk dropped.
     size_t held = kStashedChunkBytes + (in.data != nullptr ? h.length : 0);
+    if (peer.over_limit) return;                                   // failing: dropped
     if (held > opts_.max_unexpected_bytes - peer.stashed_bytes) {  // never above the limit
+      peer.over_limit = true;
       return onPeerError(h.src_peer, Status(StatusCode::kProtocolError,
                                             "peer sent more than max_unexpected_bytes (" +
                                                 std::to_string(opts_.max_unexpected_bytes) +
                                                 ") of tensors not yet expected"));
     }
     peer.stashed_bytes += held;
+    peer.stashed_chunks++;
     auto& q = stash_[key];
     q.push_back(Stashed{h, nullptr, held});
     in.retain_into = &q.back().desc;  // deque: the slot stays where it is
@@ -106,7 +109,7 @@ void ContextImpl::land(RecvOp& r, uint64_t rid, const wire::Header& h, Incoming*
     if (Peer* p = ack ? findPeer(h.src_peer) : nullptr) {
       p->acks.push_back({h.op_id, h.offset, h.length});
     }
-    Peer* from = findPeer(h.src_peer);
+    Peer* from = livePeer(h.src_peer);
     if (from != nullptr && !(h.flags & wire::kFlagLast)) from->rejected.insert(h.op_id);
     failExpect(rid,
                Status(StatusCode::kProtocolError,
@@ -270,8 +273,9 @@ void ContextImpl::unstash(uint32_t peer, const std::deque<Stashed>& q) {
   Peer* p = findPeer(peer);
   if (p == nullptr) return;
   for (const auto& s : q) {
-    assert(p->stashed_bytes >= s.held);
+    assert(p->stashed_bytes >= s.held && p->stashed_chunks > 0);
     p->stashed_bytes -= s.held;
+    p->stashed_chunks--;
   }
 }
 

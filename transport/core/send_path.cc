@@ -198,6 +198,11 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
   pit->second.alive = false;
   pit->second.acks.clear();
   pit->second.ctrl.clear();
+  // The peer is told (kBye on its bootstrap link): after a protocol error or
+  // a limit it would otherwise wait for acks that never come. A link the
+  // monitor lost or closePeer() removed is gone already; during destruction
+  // the monitor is (its destructor said kBye on every link).
+  if (monitor_) monitor_->remove(peer);
   backend_->removePeer(peer);  // its posts and receives complete later (with errors)
   if (express_.token != 0 && express_.key.peer == peer)
     endExpress(why);  // its completion finds none
@@ -227,8 +232,8 @@ void ContextImpl::failPeer(uint32_t peer, const Status& why) {
     }
   }
   // Its rejected ops: no chunk of them can come any more.
-  pit->second.rejected.clear();
-  pit->second.stashed_bytes = 0;
+  pit->second.rejected = RejectedOps();  // clear() would keep a flood's buckets
+  pit->second.stashed_bytes = pit->second.stashed_chunks = 0;
 }
 
 }  // namespace tictac::transport

@@ -58,9 +58,10 @@ inline constexpr size_t kDefaultChunkBytes = size_t{512} * 1024;
 inline constexpr size_t kDefaultWindowBytes = size_t{1024} * 1024;
 inline constexpr size_t kDefaultMaxQueuedOps = 65536;
 // ContextOptions::max_unexpected_bytes when 0, and what a stashed chunk counts
-// besides a payload held in memory (its record and the backend's descriptor).
+// besides a payload held in memory: its record, and for the first chunk of a
+// tensor a hash node and a deque block (~700 bytes), and a backend descriptor.
 inline constexpr size_t kDefaultMaxUnexpectedBytes = size_t{1} << 30;
-inline constexpr size_t kStashedChunkBytes = 256;
+inline constexpr size_t kStashedChunkBytes = 1024;
 
 struct SchedulerOptions {
   size_t chunk_bytes = kDefaultChunkBytes;    // > 0; ops are cut into pieces of this size

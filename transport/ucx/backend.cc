@@ -280,7 +280,11 @@ ucs_status_t UcxBackend::onAm(void* arg, const void* header, size_t header_lengt
   if (in.retain_into == nullptr) return rndv ? UCS_ERR_REJECTED : UCS_OK;
   Retained* r = self->newRetained();
   *in.retain_into = r;
-  if (rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
+  // A small payload is copied out, so UCX's receive descriptor (a whole
+  // segment, 8 KiB on shm) is not held for it: what a kept chunk holds stays
+  // close to what the core counts (ContextOptions::max_unexpected_bytes).
+  bool keep_desc = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 && length > kCopyBelow;
+  if (rndv || keep_desc) {
     r->kind = rndv ? Retained::kRndv : Retained::kData;
     r->ucx = data;
     return UCS_INPROGRESS;

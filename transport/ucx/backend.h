@@ -34,6 +34,9 @@ inline constexpr const char* kErrHandlingKey = "ERR_HANDLING";
 // rendezvous and confirmDelivery() (when rendezvousConfirms() held at init):
 // below it an eager send (no handshake) plus the core's ack is cheaper.
 inline constexpr size_t kConfirmMin = 32 * 1024;
+// A kept (unexpected) eager payload up to this size is copied rather than
+// holding UCX's receive descriptor (onAm).
+inline constexpr size_t kCopyBelow = 4096;
 
 // Whether, with this context's transports and configuration, a rendezvous AM
 // send completes only once the receiver holds the data (delivery.cc explains

@@ -54,9 +54,9 @@ struct ContextOptions {
   double rate_gbps = 0;   // payload pacing; 0 = unpaced
   size_t max_queued = 0;  // sends queued (not yet started) before kNoResource
   // What one peer's tensors that came before their expect() may hold here
-  // (payloads the backend kept in memory, plus 256 bytes a chunk); a peer that
-  // sends more is failed (its ops end kPeerLost, naming this limit).
-  // 0 = 1 GiB. See docs/transport.md, "Unexpected tensors".
+  // (payloads the backend kept in memory, plus 1 KiB a chunk); a peer that
+  // sends more is failed (its ops end kPeerLost, naming this limit; the peer
+  // is told). 0 = 1 GiB. docs/transport.md: "what early and late data may hold".
   size_t max_unexpected_bytes = 0;
   Priority default_priority = 1u << 31;       // when send() has no priority and no hint
   std::shared_ptr<const HintProvider> hints;  // optional
