@@ -94,21 +94,46 @@ class Op:
 
 class _Handle:
     """An owned C handle: close() (also on `with` exit, on collection and at
-    interpreter exit) destroys it once with the class's _destroy function."""
+    interpreter exit) destroys it once with the class's _destroy function.
+
+    Every call goes through _call(), which holds the handle open: a close()
+    from another thread meanwhile returns at once, later calls raise Error
+    ("... is closed"), and the handle is destroyed when the last call in
+    progress returns (an accept() or progress() waits out its timeout), so
+    the C object is never freed under a running call."""
 
     _h = None
+    _users = 0  # calls in progress (under _close_lock)
+    _dead = None  # the handle close() left to the last of them
     _exit_order = 0  # at exit: channels (0), then listeners (1), then contexts (2)
 
     def _own(self, handle):
         self._h = handle
         _live.add(self)
 
+    def _call(self, fn):
+        with _close_lock:
+            h = self._h
+            if not h:
+                raise Error(_capi.INVALID_ARGUMENT, f"{type(self).__name__.lower()} is closed")
+            self._users += 1
+        try:
+            return fn(h)
+        finally:
+            with _close_lock:
+                self._users -= 1
+                dead = self._dead if self._users == 0 else None
+                if dead:
+                    self._dead = None
+            if dead:
+                type(self)._destroy(dead)
+
     def close(self):
-        # Taken under a lock: two threads closing at once destroy it once.
-        # (Closing while another thread is inside a call on the same object
-        # is not allowed, as in the C ABI.)
+        # Under a lock: two threads closing at once destroy it once.
         with _close_lock:
             h, self._h = self._h, None
+            if h and self._users > 0:
+                self._dead, h = h, None  # destroyed by the last call in progress
         if h:
             type(self)._destroy(h)
 
@@ -148,11 +173,14 @@ class Channel(_Handle):
         with _inflight_lock:
             _inflight[token] = (keep, on_done)
         out = ctypes.c_void_p()
-        rc = fn(addr, n, token, ctypes.byref(out))
-        if rc != _capi.OK:
-            with _inflight_lock:
-                _inflight.pop(token, None)
-            _check(rc, what)
+        rc = _capi.INVALID_ARGUMENT  # if _call raises (a closed channel)
+        try:
+            rc = self._call(lambda h: fn(h, addr, n, token, ctypes.byref(out)))
+        finally:
+            if rc != _capi.OK:  # no completion will come for it
+                with _inflight_lock:
+                    _inflight.pop(token, None)
+        _check(rc, what)
         return Op(out.value, what)
 
     def send(self, tensor_id, buf, iteration=0, priority=None, name=None, on_done=None):
@@ -162,18 +190,18 @@ class Channel(_Handle):
             raise ValueError("tictac: priority must be None or in [0, 2**32)")
         tid, it = _int(tensor_id, "tensor_id", 64), _int(iteration, "iteration", 32)
         cname = _enc(name, "name")
-        return self._post(f"send of tensor {tid}", lambda a, n, t, o: lib.tictac_send(
-            self._h, tid, it, cname, a, n, prio, _trampoline, t, o), buf, False, on_done)
+        return self._post(f"send of tensor {tid}", lambda h, a, n, t, o: lib.tictac_send(
+            h, tid, it, cname, a, n, prio, _trampoline, t, o), buf, False, on_done)
 
     def expect(self, tensor_id, buf, iteration=0, on_done=None):
         """Receives tensor (tensor_id, iteration) straight into buf (its size must match)."""
         tid, it = _int(tensor_id, "tensor_id", 64), _int(iteration, "iteration", 32)
-        return self._post(f"expect of tensor {tid}", lambda a, n, t, o: lib.tictac_expect(
-            self._h, tid, it, a, n, _trampoline, t, o), buf, True, on_done)
+        return self._post(f"expect of tensor {tid}", lambda h, a, n, t, o: lib.tictac_expect(
+            h, tid, it, a, n, _trampoline, t, o), buf, True, on_done)
 
     def cancel(self, op):
         """True if canceled (the op then completes with "canceled"), False if too late."""
-        return lib.tictac_cancel(self._h, op._h) == 1
+        return self._call(lambda h: lib.tictac_cancel(h, op._h)) == 1
 
 
 class Listener(_Handle):
@@ -188,8 +216,8 @@ class Listener(_Handle):
         self.port = lib.tictac_listener_port(self._h)
 
     def accept(self, timeout=30.0):
-        out = ctypes.c_void_p()
-        _check(lib.tictac_accept(self._h, _ms(timeout, "accept"), ctypes.byref(out)), "accept")
+        out, ms = ctypes.c_void_p(), _ms(timeout, "accept")
+        _check(self._call(lambda h: lib.tictac_accept(h, ms, ctypes.byref(out))), "accept")
         return Channel(out.value, self._ctx)
 
 
@@ -234,31 +262,33 @@ class Context(_Handle):
         the sleep at once. Returns at once with a progress
         thread or inside an on_done callback. See tictac_progress_wait."""
         if timeout is None:
-            return lib.tictac_progress(self._h)
+            return self._call(lib.tictac_progress)
         us = int(timeout * 1e6)
         if not 0 <= us < (1 << 32):
             raise ValueError("tictac: timeout must be None or in [0, 4294) seconds")
-        return lib.tictac_progress_wait(self._h, us)
+        return self._call(lambda h: lib.tictac_progress_wait(h, us))
 
     def event_fd(self):
         """The fd to sleep on (select/poll/asyncio) after arm() returned True; -1 if none."""
-        return lib.tictac_event_fd(self._h)
+        return self._call(lib.tictac_event_fd)
 
     def arm(self):
         """True: the caller may sleep until event_fd() is readable, then call progress().
         False: call progress() now (work pending, pacing, a progress thread, or
         inside a callback)."""
-        return lib.tictac_arm(self._h) == 1
+        return self._call(lib.tictac_arm) == 1
 
     def listen(self, port=0):
         out = ctypes.c_void_p()
         port = _int(port, "port", 16)
-        _check(lib.tictac_listen(self._h, port, ctypes.byref(out)), f"listen on port {port}")
+        _check(self._call(lambda h: lib.tictac_listen(h, port, ctypes.byref(out))),
+               f"listen on port {port}")
         return Listener(out.value, self)
 
     def connect(self, host, port):
         out = ctypes.c_void_p()
         port = _int(port, "port", 16)
-        _check(lib.tictac_connect(self._h, _enc(host, "host"), port, ctypes.byref(out)),
+        chost = _enc(host, "host")
+        _check(self._call(lambda h: lib.tictac_connect(h, chost, port, ctypes.byref(out))),
                f"connect to {host}:{port}")
         return Channel(out.value, self)

@@ -14,7 +14,7 @@ CODES = {
     5: "timeout", 6: "invalid_argument", 7: "size_mismatch", 8: "no_device",
     9: "io_error", 10: "protocol_error", 11: "unsupported",
 }
-OK, IN_PROGRESS, TIMEOUT = 0, 1, 5
+OK, IN_PROGRESS, TIMEOUT, INVALID_ARGUMENT = 0, 1, 5, 6
 
 
 class Options(ctypes.Structure):

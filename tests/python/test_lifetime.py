@@ -1,8 +1,12 @@
 """Python-side lifetimes of the binding's handles: what interpreter exit does
 to contexts, listeners and channels left open (closed by an atexit hook while
 threads still run, so a pending op's on_done still fires, "canceled"), run in
-a child interpreter so its exit can be watched."""
-import os, subprocess, sys, textwrap, unittest
+a child interpreter so its exit can be watched; and close() while another
+thread is inside a call on the same object (the handle outlives the call)."""
+import os, subprocess, sys, textwrap, threading, time, unittest
+
+import tictac
+from pairs import make_pair
 
 CHILD = textwrap.dedent("""
     import sys, threading, tictac
@@ -35,6 +39,69 @@ class InterpreterExit(unittest.TestCase):
         self.assertIn("on_done canceled", out.stdout, out.stdout + out.stderr)
         self.assertEqual(out.stdout.count("on_done"), 1, out.stdout)
         self.assertNotIn("Exception ignored", out.stderr, out.stderr)
+
+
+class CloseDuringACall(unittest.TestCase):
+    def test_listener_closed_while_accept_blocks(self):
+        with tictac.Context(ucx_tls="shm") as ctx:
+            lst = ctx.listen(0)
+            port, got = lst.port, {}
+
+            def accept():
+                try:
+                    lst.accept(1.5)
+                except (tictac.Error, TimeoutError) as e:
+                    got["error"] = e
+
+            t = threading.Thread(target=accept)
+            t.start()
+            time.sleep(0.3)  # inside tictac_accept
+            t0 = time.monotonic()
+            lst.close()
+            self.assertLess(time.monotonic() - t0, 0.5, "close() waited for accept()")
+            with self.assertRaises(tictac.Error) as cm:
+                lst.accept(0.1)
+            self.assertIn("closed", str(cm.exception))
+            with self.assertRaises(tictac.Error):  # still listening: accept() runs on
+                ctx.listen(port).close()
+            t.join(10)
+            self.assertFalse(t.is_alive())
+            self.assertIn("error", got)  # its timeout
+            ctx.listen(port).close()  # the first listener is gone now
+
+    def test_channel_closed_while_another_thread_sends(self):
+        ab, ba = make_pair(self, "shm")
+        errors, stop = [], threading.Event()
+
+        def sender():
+            i = 0
+            while not stop.is_set():
+                try:
+                    ab.send(i, bytes(64))
+                except tictac.Error as e:
+                    errors.append(e)
+                    return
+                i += 1
+
+        t = threading.Thread(target=sender)
+        t.start()
+        time.sleep(0.2)
+        ab.close()
+        t.join(10)
+        stop.set()
+        self.assertFalse(t.is_alive())
+        self.assertTrue(errors and "closed" in str(errors[0]), errors)
+
+    def test_context_closed_during_progress_wait(self):
+        ctx = tictac.Context(ucx_tls="shm")  # caller-driven: progress() sleeps
+        t = threading.Thread(target=lambda: ctx.progress(1.0))
+        t.start()
+        time.sleep(0.2)
+        ctx.close()  # destroyed when progress() returns
+        t.join(10)
+        self.assertFalse(t.is_alive())
+        with self.assertRaises(tictac.Error):
+            ctx.listen(0)
 
 
 if __name__ == "__main__":
