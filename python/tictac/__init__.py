@@ -20,30 +20,15 @@ thread inside Op.wait()), never inside send()/expect().
 Priorities: `priority=None` asks the context's ordering hints (the `graph` +
 `analyzer` or `hints_tsv` options), else the library's default.
 """
-import atexit
 import ctypes
 import threading
-import weakref
 
 from . import _capi
 from ._args import _buffer, _enc, _int, _ms
 from ._capi import lib
+from ._handle import Error, _check, _Handle
 
 __all__ = ["Context", "Listener", "Channel", "Op", "Error"]
-
-
-class Error(RuntimeError):
-    """A failed call or operation: .code (int, tictac.h) and .name ("peer_lost", ...)."""
-
-    def __init__(self, code, message):
-        self.code = code
-        self.name = _capi.CODES.get(code, str(code))
-        super().__init__(f"{self.name}: {message}" if message else self.name)
-
-
-def _check(rc, what):
-    if rc != _capi.OK:
-        raise Error(rc, f"{what}: {_capi.last_error()}")
 
 
 # Operations in flight: token -> (keepalive, on_done). The C callback removes
@@ -51,7 +36,6 @@ def _check(rc, what):
 _inflight = {}
 _inflight_lock = threading.Lock()
 _next_token = iter(range(1, 1 << 62))
-_close_lock = threading.Lock()
 
 
 @_capi.CALLBACK
@@ -92,72 +76,6 @@ class Op:
             self._h = None
 
 
-class _Handle:
-    """An owned C handle: close() (also on `with` exit, on collection and at
-    interpreter exit) destroys it once with the class's _destroy function.
-
-    Every call goes through _call(), which holds the handle open: a close()
-    from another thread meanwhile returns at once, later calls raise Error
-    ("... is closed"), and the handle is destroyed when the last call in
-    progress returns (an accept() or progress() waits out its timeout), so
-    the C object is never freed under a running call."""
-
-    _h = None
-    _users = 0  # calls in progress (under _close_lock)
-    _dead = None  # the handle close() left to the last of them
-    _exit_order = 0  # at exit: channels (0), then listeners (1), then contexts (2)
-
-    def _own(self, handle):
-        self._h = handle
-        _live.add(self)
-
-    def _call(self, fn):
-        with _close_lock:
-            h = self._h
-            if not h:
-                raise Error(_capi.INVALID_ARGUMENT, f"{type(self).__name__.lower()} is closed")
-            self._users += 1
-        try:
-            return fn(h)
-        finally:
-            with _close_lock:
-                self._users -= 1
-                dead = self._dead if self._users == 0 else None
-                if dead:
-                    self._dead = None
-            if dead:
-                type(self)._destroy(dead)
-
-    def close(self):
-        # Under a lock: two threads closing at once destroy it once.
-        with _close_lock:
-            h, self._h = self._h, None
-            if h and self._users > 0:
-                self._dead, h = h, None  # destroyed by the last call in progress
-        if h:
-            type(self)._destroy(h)
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-# Every open Channel, Listener and Context, closed at interpreter exit while
-# threads still run: pending ops then complete ("canceled") through callbacks
-# that can still take the GIL, instead of dying inside interpreter teardown.
-_live = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all():
-    for h in sorted(list(_live), key=lambda h: h._exit_order):
-        h.close()
-
-
 class Channel(_Handle):
     """A connection to one peer: send(), expect(), cancel(), close()."""
 
@@ -170,17 +88,20 @@ class Channel(_Handle):
     def _post(self, what, fn, buf, writable, on_done):
         addr, n, keep = _buffer(buf, writable)
         token = next(_next_token)
-        with _inflight_lock:
-            _inflight[token] = (keep, on_done)
+        entry = (keep, on_done)  # built outside the lock (see _trampoline)
         out = ctypes.c_void_p()
-        rc = _capi.INVALID_ARGUMENT  # if _call raises (a closed channel)
-        try:
-            rc = self._call(lambda h: fn(h, addr, n, token, ctypes.byref(out)))
-        finally:
+
+        def post(h):
+            with _inflight_lock:
+                _inflight[token] = entry
+            rc = fn(h, addr, n, token, ctypes.byref(out))
             if rc != _capi.OK:  # no completion will come for it
                 with _inflight_lock:
                     _inflight.pop(token, None)
-        _check(rc, what)
+            return rc
+        # An exception after the post (an interrupt) leaves the entry: the
+        # buffer then stays alive until the completion, never freed under it.
+        _check(self._call(post), what)
         return Op(out.value, what)
 
     def send(self, tensor_id, buf, iteration=0, priority=None, name=None, on_done=None):
@@ -200,8 +121,9 @@ class Channel(_Handle):
             h, tid, it, a, n, _trampoline, t, o), buf, True, on_done)
 
     def cancel(self, op):
-        """True if canceled (the op then completes with "canceled"), False if too late."""
-        return self._call(lambda h: lib.tictac_cancel(h, op._h)) == 1
+        """True if canceled (the op then completes with "canceled"); False if too
+        late, or the channel is closed."""
+        return self._call(lambda h: lib.tictac_cancel(h, op._h), 0) == 1
 
 
 class Listener(_Handle):
@@ -262,21 +184,21 @@ class Context(_Handle):
         the sleep at once. Returns at once with a progress
         thread or inside an on_done callback. See tictac_progress_wait."""
         if timeout is None:
-            return self._call(lib.tictac_progress)
+            return self._call(lib.tictac_progress, 0)
         us = int(timeout * 1e6)
         if not 0 <= us < (1 << 32):
             raise ValueError("tictac: timeout must be None or in [0, 4294) seconds")
-        return self._call(lambda h: lib.tictac_progress_wait(h, us))
+        return self._call(lambda h: lib.tictac_progress_wait(h, us), 0)
 
     def event_fd(self):
         """The fd to sleep on (select/poll/asyncio) after arm() returned True; -1 if none."""
-        return self._call(lib.tictac_event_fd)
+        return self._call(lib.tictac_event_fd, -1)
 
     def arm(self):
         """True: the caller may sleep until event_fd() is readable, then call progress().
         False: call progress() now (work pending, pacing, a progress thread, or
         inside a callback)."""
-        return self._call(lib.tictac_arm) == 1
+        return self._call(lib.tictac_arm, 0) == 1
 
     def listen(self, port=0):
         out = ctypes.c_void_p()

@@ -41,67 +41,91 @@ class InterpreterExit(unittest.TestCase):
         self.assertNotIn("Exception ignored", out.stderr, out.stderr)
 
 
+def wait_until(pred, what):
+    deadline = time.monotonic() + 10
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
 class CloseDuringACall(unittest.TestCase):
+    """close() from one thread while another is inside a call on the object:
+    the C handle must outlive that call (it was freed under it before)."""
+
     def test_listener_closed_while_accept_blocks(self):
-        with tictac.Context(ucx_tls="shm") as ctx:
+        with tictac.Context(ucx_tls="shm", progress_thread=True) as ctx, \
+                tictac.Context(ucx_tls="shm", progress_thread=True) as peer:
             lst = ctx.listen(0)
-            port, got = lst.port, {}
+            got = {}
 
             def accept():
                 try:
-                    lst.accept(1.5)
-                except (tictac.Error, TimeoutError) as e:
+                    got["ch"] = lst.accept(20)
+                except Exception as e:  # recorded, asserted below
                     got["error"] = e
 
             t = threading.Thread(target=accept)
             t.start()
-            time.sleep(0.3)  # inside tictac_accept
-            t0 = time.monotonic()
+            wait_until(lambda: lst._users == 1, "accept() to start")
             lst.close()
-            self.assertLess(time.monotonic() - t0, 0.5, "close() waited for accept()")
+            self.assertIsNotNone(lst._dead, "closed under a running accept()")
             with self.assertRaises(tictac.Error) as cm:
                 lst.accept(0.1)
-            self.assertIn("closed", str(cm.exception))
-            with self.assertRaises(tictac.Error):  # still listening: accept() runs on
-                ctx.listen(port).close()
-            t.join(10)
+            self.assertIn("listener is closed", str(cm.exception))
+            ba = peer.connect("127.0.0.1", lst.port)  # the blocked accept() takes it
+            t.join(20)
             self.assertFalse(t.is_alive())
-            self.assertIn("error", got)  # its timeout
-            ctx.listen(port).close()  # the first listener is gone now
+            self.assertNotIn("error", got)
+            self.assertIsNone(lst._dead, "not destroyed after accept() returned")
+            ab, dst = got["ch"], bytearray(5)
+            e = ab.expect(1, dst)
+            ba.send(1, b"hello").wait(10)
+            e.wait(10)
+            self.assertEqual(dst, b"hello")
+            ab.close()
+            ba.close()
 
     def test_channel_closed_while_another_thread_sends(self):
         ab, ba = make_pair(self, "shm")
-        errors, stop = [], threading.Event()
+        sending, result = threading.Event(), {}
 
         def sender():
             i = 0
-            while not stop.is_set():
-                try:
-                    ab.send(i, bytes(64))
-                except tictac.Error as e:
-                    errors.append(e)
-                    return
-                i += 1
+            try:
+                while True:
+                    result["op"] = ab.send(i, bytes(64))
+                    i += 1
+                    if i == 100:
+                        sending.set()
+            except tictac.Error as e:
+                result["error"] = e
 
         t = threading.Thread(target=sender)
         t.start()
-        time.sleep(0.2)
+        self.assertTrue(sending.wait(20))
         ab.close()
-        t.join(10)
-        stop.set()
+        t.join(20)
         self.assertFalse(t.is_alive())
-        self.assertTrue(errors and "closed" in str(errors[0]), errors)
+        self.assertIn("channel is closed", str(result.get("error")))
+        self.assertFalse(ab.cancel(result["op"]))  # closed: "too late", not an error
 
     def test_context_closed_during_progress_wait(self):
-        ctx = tictac.Context(ucx_tls="shm")  # caller-driven: progress() sleeps
-        t = threading.Thread(target=lambda: ctx.progress(1.0))
+        ctx = tictac.Context(ucx_tls="shm")  # caller-driven: progress(timeout) sleeps
+        result = {}
+        t = threading.Thread(target=lambda: result.setdefault("n", ctx.progress(2.0)))
         t.start()
-        time.sleep(0.2)
-        ctx.close()  # destroyed when progress() returns
-        t.join(10)
+        wait_until(lambda: ctx._users == 1, "progress() to start")
+        ctx.close()
+        self.assertIsNotNone(ctx._dead, "closed under a running progress()")
+        t.join(20)
         self.assertFalse(t.is_alive())
-        with self.assertRaises(tictac.Error):
+        self.assertIn("n", result)
+        self.assertIsNone(ctx._dead)
+        with self.assertRaises(tictac.Error) as cm:
             ctx.listen(0)
+        self.assertIn("context is closed", str(cm.exception))
+        self.assertEqual((ctx.progress(), ctx.arm(), ctx.event_fd()), (0, False, -1))
 
 
 if __name__ == "__main__":
