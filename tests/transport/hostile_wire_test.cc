@@ -79,6 +79,33 @@ TEST(HostileWire, AChunkSentTwiceFailsTheExpect) {
       << e.value()->status().message();
 }
 
+// An ack whose entries come as a rendezvous payload (not in place): the
+// receiver read them from a null pointer. Now refused; the victim goes on.
+TEST(HostileWire, AnAckSentByRendezvousIsRefusedNotRead) {
+  if (!backendHelper("ucx-shm").viable()) GTEST_SKIP() << "backend not available";
+  Victim v;
+  Attacker evil;
+  ASSERT_NO_FATAL_FAILURE(attach("ucx-shm", evil, v));
+  wire::Header h;
+  h.type = static_cast<uint8_t>(wire::MsgType::kAck);
+  h.src_peer = v.evil_id;
+  h.length = sizeof(wire::AckEntry);
+  wire::AckEntry e{1, 0, 24};
+  evil.sendAm(h, &e, sizeof e, v.ctx.get(), UCP_AM_SEND_FLAG_RNDV);
+  for (int i = 0; i < 100; ++i) v.ctx->progress();
+  std::vector<char> dst(100, 0);  // the victim still works with this peer
+  auto ex = v.ch->expect({7, 0, ""}, dst.data(), dst.size());
+  ASSERT_TRUE(ex);
+  evil.forgeData(*v.ctx, v.evil_id, 0, 100, 100, true);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!ex.value()->done() && std::chrono::steady_clock::now() < deadline) {
+    v.ctx->progress();
+    ucp_worker_progress(evil.worker);
+  }
+  ASSERT_TRUE(ex.value()->done());
+  EXPECT_TRUE(ex.value()->status().isOk()) << ex.value()->status().toString();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, HostileWireTest,
     ::testing::Combine(::testing::Values("ucx-shm", "ucx-tcp"),

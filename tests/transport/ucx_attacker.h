@@ -91,10 +91,11 @@ struct Attacker {
   }
   // Sends header + payload eagerly and waits for it, progressing `victim`
   // too when given (a first message needs the endpoint's wireup).
-  void sendAm(const wire::Header& h, const void* payload, size_t len, Context* victim) {
+  void sendAm(const wire::Header& h, const void* payload, size_t len, Context* victim,
+              uint32_t flags = UCP_AM_SEND_FLAG_EAGER) {
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    rp.flags = UCP_AM_SEND_FLAG_EAGER;
+    rp.flags = flags;
     void* r = ucp_am_send_nbx(ep, ucx::kAmId, &h, sizeof h, payload, len, &rp);
     while (UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS) {
       ucp_worker_progress(worker);

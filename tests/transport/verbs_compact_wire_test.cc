@@ -5,7 +5,8 @@
 // one QP and over two priority classes. The receiver must see every header
 // byte for byte and every payload intact, each QP's in order, and the sender
 // must have sent compact exactly the messages transport/verbs/compact.h
-// allows; a compact message before any full one is a protocol error.
+// allows; a compact message before any full one is a protocol error, and so
+// is a write with immediate that names no receive of its connection.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
@@ -150,33 +151,60 @@ INSTANTIATE_TEST_SUITE_P(Qps, VerbsCompactWire, ::testing::Values("", "100"), []
   return info.param.empty() ? "OneQp" : "TwoClasses";
 });
 
-// A hostile or broken peer whose first message is a SEND WITH IMMEDIATE (a
-// compact message with no full one before it to rebuild from): the receiver
-// reports a protocol error of that peer by name and delivers nothing. The
-// SEND is posted raw on the sender backend's own QP, bypassing its logic.
-TEST(VerbsCompactWireHostile, CompactMessageBeforeAnyFullOneIsAProtocolError) {
-  TICTAC_REQUIRE_RDMA_DEVICE();
+// A hostile or broken peer: b posts raw work requests on its own QP to a,
+// bypassing its logic (unsignaled: b's CQ sees nothing of them); a must
+// report a protocol error of that peer by name and deliver nothing.
+class VerbsCompactWireHostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TICTAC_REQUIRE_RDMA_DEVICE();
+    ASSERT_NO_FATAL_FAILURE(connectPair(&ea, &eb, &a, &b));
+    auto qps = static_cast<verbs::VerbsBackend*>(b.get())->peerQps(1);
+    ASSERT_EQ(qps.size(), 1u);
+    qp = qps[0].qp;
+  }
+  // Posts wr raw on b's QP, then progresses a until it reports a failure.
+  void postAndWait(ibv_send_wr& wr) {
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = 1;
+    ASSERT_EQ(ibv_post_send(qp, &wr, &bad), 0);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (ea.failures == 0 && std::chrono::steady_clock::now() < until) a->progress();
+  }
   Events ea, eb;
   std::unique_ptr<Backend> a, b;
-  ASSERT_NO_FATAL_FAILURE(connectPair(&ea, &eb, &a, &b));
-  auto qps = static_cast<verbs::VerbsBackend*>(b.get())->peerQps(1);
-  ASSERT_EQ(qps.size(), 1u);
+  ibv_qp* qp = nullptr;
+};
+
+// A SEND WITH IMMEDIATE first (a compact message with no full one before it
+// to rebuild from).
+TEST_F(VerbsCompactWireHostile, CompactMessageBeforeAnyFullOneIsAProtocolError) {
   char payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   ibv_sge sge{reinterpret_cast<uintptr_t>(payload), sizeof(payload), 0};
   ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
-  wr.wr_id = 1;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND_WITH_IMM;
-  wr.send_flags = IBV_SEND_INLINE;  // unsignaled: b's CQ sees nothing of it
+  wr.send_flags = IBV_SEND_INLINE;
   wr.imm_data = htonl(0x00100001u);
-  ASSERT_EQ(ibv_post_send(qps[0].qp, &wr, &bad), 0);
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (ea.failures == 0 && std::chrono::steady_clock::now() < until) a->progress();
+  ASSERT_NO_FATAL_FAILURE(postAndWait(wr));
   EXPECT_EQ(ea.failures, 1);
   EXPECT_NE(ea.error.find("compact message before any full one"), std::string::npos) << ea.error;
   EXPECT_TRUE(ea.headers.empty());
+}
+
+// A WRITE WITH IMMEDIATE (zero bytes: no rkey is checked) whose immediate
+// names no receive (kCts) or advert of its connection: never the completion
+// of some other receive.
+TEST_F(VerbsCompactWireHostile, AWriteWithImmediateNamingNoReceiveIsAProtocolError) {
+  ibv_send_wr wr{};
+  wr.num_sge = 0;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.imm_data = htonl(77777);
+  ASSERT_NO_FATAL_FAILURE(postAndWait(wr));
+  EXPECT_EQ(ea.failures, 1);
+  EXPECT_NE(ea.error.find("write with immediate 77777 names no receive"), std::string::npos)
+      << ea.error;
 }
 
 }  // namespace

@@ -21,6 +21,10 @@ void ContextImpl::onMessage(PeerId from, std::span<const std::byte> raw, Incomin
     st = Status(StatusCode::kProtocolError, "wire header names another peer");
   }
   if (st && livePeer(h.src_peer) == nullptr) return;  // late message of a gone peer
+  if (st && h.type != static_cast<uint8_t>(wire::MsgType::kData) && h.length > 0 &&
+      in.data == nullptr) {  // a backend hands control payloads in place only if sent eagerly
+    st = Status(StatusCode::kProtocolError, "control message sent with a rendezvous payload");
+  }
   if (!st) {
     if (from != kUnknownPeer) onPeerError(from, st);
     return;  // without a trustworthy peer id there is no one to blame: dropped

@@ -153,7 +153,7 @@ Result<Conn*> VerbsBackend::newConn(const QpMaker& make, bool post_recvs) {
   at.qp_state = IBV_QPS_INIT;
   at.pkey_index = 0;
   at.port_num = dev_->port;
-  at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;  // no remote reads
   if (int rc = ibv_modify_qp(raw->qp, &at,
                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
       rc != 0) {

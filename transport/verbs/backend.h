@@ -175,6 +175,8 @@ class VerbsBackend final : public Backend {
   void onCompletion(const ibv_wc& wc);
   void onSendCompletion(const ibv_wc& wc);
   void onRecv(Conn& c, const ibv_wc& wc);
+  // Reports c's peer broken (once; delivered by progress()): the core fails it.
+  void peerBroke(Conn& c, Status why);
   // One record of a received SEND; returns its bytes (0: malformed, reported).
   size_t onMsg(Conn& c, const char* buf, size_t bytes);
   // An eager payload (full or compact) to the core; copied if it keeps it.
@@ -254,6 +256,9 @@ class VerbsBackend final : public Backend {
   // least kZeroCopyEager bytes in registered memory is sent from there, not
   // copied to a bounce slot.
   static constexpr size_t kZeroCopyEager = 1024;
+  // Works one connection's queue may hold before its peer is failed (queueWork):
+  // a window of 8-byte tensors is 131,072 chunks, plus their control.
+  static constexpr size_t kMaxQueuedWorks = size_t{1} << 20;
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
   uint32_t idle_ = 0;           // consecutive progress() calls without work

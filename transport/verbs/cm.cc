@@ -102,6 +102,15 @@ Status VerbsBackend::acceptCm(rdma_cm_id* id, const CmRequest& r) {
   if (r.magic != kCmMagic || r.cls != 0) {
     return {StatusCode::kProtocolError, "rdma_cm: not a tictac request"};
   }
+  // A request answers one blob this backend gave out over a bootstrap link
+  // (its token), once: anything else is refused before a QP and its receive
+  // buffers are made for it (a flood of requests cannot pin memory).
+  if (cm_->issued.count(r.token) == 0) {
+    return {StatusCode::kProtocolError, "rdma_cm: request with a token this side never issued"};
+  }
+  for (const auto& p : cm_->pending) {
+    if (p.token == r.token) return {StatusCode::kProtocolError, "rdma_cm: a second request"};
+  }
   auto made =
       newConn([&](ibv_qp_init_attr* ia) { return CmLink::createQp(id, dev_->pd, ia); }, false);
   if (!made) return made.status();

@@ -194,6 +194,10 @@ Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
 }
 
 Status VerbsBackend::connectQp(Conn& c, const AddressBlob& rb) {
+  if (rb.mtu < IBV_MTU_256 || rb.mtu > IBV_MTU_4096) {
+    return {StatusCode::kProtocolError,
+            "verbs: peer's path MTU code " + std::to_string(rb.mtu) + " is not 1..5"};
+  }
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_RTR;
   at.path_mtu = std::min(dev_->port_attr.active_mtu, static_cast<ibv_mtu>(rb.mtu));

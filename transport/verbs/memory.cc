@@ -32,11 +32,12 @@ class VerbsRegion final : public MemoryRegion {
 };
 
 // Writable memory gets remote write access (a receive target); read-only
-// memory (a const send buffer) is registered for local reads only.
+// memory (a const send buffer) is registered for local reads only. Never
+// remote read: the protocol only writes (RDMA WRITE WITH IMMEDIATE), and a
+// peer given one region's rkey could otherwise read all of it.
 ibv_mr* regMr(ibv_pd* pd, const void* addr, size_t len, int* err) {
   void* a = const_cast<void*>(addr);
-  ibv_mr* mr = ibv_reg_mr(
-      pd, a, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ibv_mr* mr = ibv_reg_mr(pd, a, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (mr == nullptr) mr = ibv_reg_mr(pd, a, len, 0);
   if (mr == nullptr) *err = errno;
   return mr;

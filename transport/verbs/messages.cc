@@ -110,9 +110,16 @@ bool VerbsBackend::postRecordBatch(Conn& c, const std::vector<Work>& works) {
 void VerbsBackend::onRecv(Conn& c, const ibv_wc& wc) {
   if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
     const uint32_t imm = ntohl(wc.imm_data);
-    if (adverts_out_.empty() || !finishAdvert(c.qpn, imm, UINT64_MAX, Status::ok(), true)) {
-      finishRecv(imm, Status::ok());
+    if (!adverts_out_.empty() && finishAdvert(c.qpn, imm, UINT64_MAX, Status::ok(), true)) return;
+    // A receive's kCts went to this connection only: another peer (or a
+    // made-up immediate) cannot complete it.
+    auto r = rrecvs_.find(imm);
+    if (r == rrecvs_.end() || r->second.qpn != c.qpn) {
+      return peerBroke(c, Status(StatusCode::kProtocolError,
+                                 "verbs: a write with immediate " + std::to_string(imm) +
+                                     " names no receive or advert of this connection"));
     }
+    finishRecv(imm, Status::ok());
     return;
   }
   const char* buf = recvView(c, static_cast<uint32_t>(wc.wr_id & 0xffffffffu), wc.byte_len);
@@ -148,12 +155,8 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
   }
   ok = ok && mh.hdr_len <= kMaxCoreHeader && mh.len <= (uint64_t{1} << 48) && bytes >= need;
   if (!ok) {
-    if (!c.reported) {
-      c.reported = true;
-      events_->onPeerError(
-          c.peer, Status(StatusCode::kProtocolError,
-                         "verbs: malformed message of " + std::to_string(bytes) + " bytes"));
-    }
+    peerBroke(c, Status(StatusCode::kProtocolError,
+                        "verbs: malformed message of " + std::to_string(bytes) + " bytes"));
     return 0;
   }
   std::span<const std::byte> header(reinterpret_cast<const std::byte*>(buf + head), mh.hdr_len);
@@ -215,24 +218,22 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
       return need;
     }
   }
-  if (!c.reported) {
-    c.reported = true;
-    events_->onPeerError(
-        c.peer, Status(StatusCode::kProtocolError,
-                       "verbs: unknown or malformed message kind " + std::to_string(mh.kind)));
-  }
+  peerBroke(c, Status(StatusCode::kProtocolError,
+                      "verbs: unknown or malformed message kind " + std::to_string(mh.kind)));
   return 0;
+}
+
+void VerbsBackend::peerBroke(Conn& c, Status why) {
+  if (c.reported) return;
+  c.reported = true;
+  pending_peer_errors_.emplace_back(c.peer, std::move(why));
 }
 
 void VerbsBackend::onCompact(Conn& c, const char* buf, size_t len, uint32_t imm) {
   ++c.rx_records;
   wire::Header h;
   if (!compactDecode(c.rx_base, imm, static_cast<uint32_t>(len), &h)) {
-    if (!c.reported) {
-      c.reported = true;
-      events_->onPeerError(
-          c.peer, Status(StatusCode::kProtocolError, "verbs: compact message before any full one"));
-    }
+    peerBroke(c, Status(StatusCode::kProtocolError, "verbs: compact message before any full one"));
     return;
   }
   compactUpdate(c.rx_base, h);

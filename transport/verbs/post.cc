@@ -113,8 +113,17 @@ uint64_t VerbsBackend::queueWork(Conn& c, Work w) {
   uint64_t id = allocWork();
   w.live = true;
   works_[id] = w;
-  (w.kind == Work::kWrite || w.after_writes ? c.wbacklog : c.backlog).push_back(id);
+  auto& q = w.kind == Work::kWrite || w.after_writes ? c.wbacklog : c.backlog;
+  q.push_back(id);
   flush(c);
+  // A peer that takes nothing (no receives posted: RNR retries forever) while
+  // its own messages keep making ours (acks, kCts) would grow this queue
+  // without end; far beyond what a window of tiny tensors queues, it is failed.
+  if (q.size() > kMaxQueuedWorks) {
+    peerBroke(c, Status(StatusCode::kProtocolError, "verbs: peer took none of the last " +
+                                                        std::to_string(q.size()) +
+                                                        " messages queued to it"));
+  }
   return id;
 }
 
@@ -147,10 +156,7 @@ void VerbsBackend::flush(Conn& c) {
       if (rc == ENOMEM) break;  // the provider's queue (or the bounce slots) is full
       if (rc != 0) {            // unusable QP: fail this work and the connection
         Status st(StatusCode::kIoError, std::string("verbs: ibv_post_send: ") + std::strerror(rc));
-        if (!c.reported) {
-          c.reported = true;
-          pending_peer_errors_.emplace_back(c.peer, st);
-        }
+        peerBroke(c, st);
         killConn(c, st);  // fails the backlogs, this work included
         return;
       }
