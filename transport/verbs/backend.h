@@ -256,9 +256,12 @@ class VerbsBackend final : public Backend {
   // least kZeroCopyEager bytes in registered memory is sent from there, not
   // copied to a bounce slot.
   static constexpr size_t kZeroCopyEager = 1024;
-  // Works one connection's queue may hold before its peer is failed (queueWork):
-  // a window of 8-byte tensors is 131,072 chunks, plus their control.
+  // A connection whose backlogs stay above kMaxQueuedWorks works for kStallNs
+  // fails its peer (queueWork). A window of 8-byte tensors is 131,072 chunks,
+  // but 0-byte tensors take no window and a healthy peer may pause its
+  // receives, so a long queue alone proves nothing; one that stays long does.
   static constexpr size_t kMaxQueuedWorks = size_t{1} << 20;
+  static constexpr uint64_t kStallNs = 30'000'000'000;
   std::vector<ibv_wc> polled_;  // completions seen by arm()
   unsigned unacked_events_ = 0;
   uint32_t idle_ = 0;           // consecutive progress() calls without work

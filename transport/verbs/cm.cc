@@ -91,7 +91,7 @@ std::vector<uint8_t> VerbsBackend::cmLocalAddress() {
     cb.token = (uint64_t{std::random_device()()} << 32) | std::random_device()();
   } while (cb.token == 0);
   t_last_token = cb.token;
-  cm_->issued.insert(cb.token);
+  cm_->issue(cb.token);
   std::vector<uint8_t> out(sizeof(b) + sizeof(cb));
   std::memcpy(out.data(), &b, sizeof(b));
   std::memcpy(out.data() + sizeof(b), &cb, sizeof(cb));

@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -155,7 +156,21 @@ struct CmState {
   CmConfig config;
   std::unique_ptr<CmLink> link;
   std::vector<Pending> pending;
-  std::set<uint64_t> issued;  // tokens of blobs whose passive side is unclaimed
+  // Tokens of blobs whose passive side is unclaimed. Every bootstrap
+  // connection, a stranger's too, makes a blob before it is checked, and a
+  // failed handshake never claims its token: the oldest of more than
+  // kMaxIssued are forgotten (that many handshakes in progress at once).
+  std::set<uint64_t> issued;
+  std::deque<uint64_t> issued_order;
+  static constexpr size_t kMaxIssued = 4096;
+  void issue(uint64_t token) {
+    issued.insert(token);
+    issued_order.push_back(token);
+    while (issued_order.size() > kMaxIssued) {
+      issued.erase(issued_order.front());
+      issued_order.pop_front();
+    }
+  }
 };
 
 }  // namespace tictac::transport::verbs

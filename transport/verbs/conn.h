@@ -93,6 +93,7 @@ struct Conn {
   std::unordered_set<AdvTag, AdvTagHash> adverts_cut;  // revoked after some bytes
   std::vector<Work> adverts_held;                      // this side's kAdv records not sent yet
   uint32_t adverts_sent = 0;                           // ... sent, their end not yet arrived
+  uint64_t over_since_ns = 0;  // backlogs above kMaxQueuedWorks since (queueWork)
   bool connected = false, dead = false, reported = false;
 };
 struct RndvSend {  // a posted rendezvous payload waiting for its kCts

@@ -118,11 +118,16 @@ uint64_t VerbsBackend::queueWork(Conn& c, Work w) {
   flush(c);
   // A peer that takes nothing (no receives posted: RNR retries forever) while
   // its own messages keep making ours (acks, kCts) would grow this queue
-  // without end; far beyond what a window of tiny tensors queues, it is failed.
-  if (q.size() > kMaxQueuedWorks) {
-    peerBroke(c, Status(StatusCode::kProtocolError, "verbs: peer took none of the last " +
-                                                        std::to_string(q.size()) +
-                                                        " messages queued to it"));
+  // without end; one that stays above kMaxQueuedWorks for 30 s is failed.
+  if (c.backlog.size() + c.wbacklog.size() <= kMaxQueuedWorks) {
+    c.over_since_ns = 0;
+  } else if (c.over_since_ns == 0) {
+    c.over_since_ns = Stats::nowNs();
+  } else if (Stats::nowNs() - c.over_since_ns > kStallNs) {
+    peerBroke(c, Status(StatusCode::kProtocolError,
+                        "verbs: peer took too few of our messages: over " +
+                            std::to_string(kMaxQueuedWorks) + " stayed queued to it for " +
+                            std::to_string(kStallNs / 1'000'000'000) + " s"));
   }
   return id;
 }
