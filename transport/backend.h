@@ -91,6 +91,10 @@ class Backend {
   // Address blob for the peer's addPeer() (worker address, QP info, keys...).
   virtual std::vector<uint8_t> localAddress() = 0;
   virtual Status addPeer(PeerId peer, std::span<const uint8_t> remote_address) = 0;
+  // A localAddress() blob whose handshake ended without addPeer() taking it
+  // (the peer left, was refused, or was a stranger): frees what it reserved.
+  // A blob that addPeer() took, or an empty one, is ignored.
+  virtual void discardAddress(std::span<const uint8_t> local_address) { (void)local_address; }
   // Forgets a peer; posted operations on it complete (with an error) later.
   virtual void removePeer(PeerId peer) = 0;
 

@@ -39,9 +39,11 @@ Result<uint32_t> ContextImpl::setupPeer(int fd, bool initiator, const std::strin
   auto theirs = bootstrap::handshake(fd, initiator, mine, deadline, admit);
   if (!theirs) {
     ::close(fd);
+    std::lock_guard<std::mutex> lock(core_mu_);
     if (added) {
-      std::lock_guard<std::mutex> lock(core_mu_);
       failPeer(id, theirs.status());  // the peer never confirmed: undo the addition
+    } else {
+      backend_->discardAddress(mine.address);  // e.g. a stranger's connection: no QP kept
     }
     return theirs.status();
   }

@@ -59,6 +59,8 @@ class VerbsBackend final : public Backend {
   std::string name() const override { return "verbs"; }
   std::vector<uint8_t> localAddress() override;
   Status addPeer(PeerId peer, std::span<const uint8_t> remote_address) override;
+  void discardAddress(std::span<const uint8_t> local_address) override;
+  size_t connCount() const { return conns_.size(); }  // QPs open (tests)
   void removePeer(PeerId peer) override;
   Result<std::unique_ptr<MemoryRegion>> registerMemory(const void* addr, size_t len) override;
   Status post(PeerId peer, std::span<const std::byte> header, const void* data, size_t len,

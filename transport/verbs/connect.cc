@@ -128,6 +128,25 @@ std::vector<uint8_t> VerbsBackend::localAddress() {
   return out;
 }
 
+void VerbsBackend::discardAddress(std::span<const uint8_t> local) {
+  AddressBlob b;
+  if (local.size() < sizeof(b)) return;
+  std::memcpy(&b, local.data(), sizeof(b));
+  if (cm_) {
+    CmBlob cb;
+    if (local.size() < sizeof(b) + sizeof(cb)) return;
+    std::memcpy(&cb, local.data() + sizeof(b), sizeof(cb));
+    cm_->issued.erase(cb.token);  // its order entry goes when it is the oldest
+    return;
+  }
+  for (auto it = unconnected_.begin(); it != unconnected_.end(); ++it) {
+    if ((*it)[0] != b.qpn) continue;
+    for (uint32_t q : *it) dropConn(q);
+    unconnected_.erase(it);
+    return;
+  }
+}
+
 Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   if (cm_) return addPeerCm(peer, remote);
   AddressBlob rb;
