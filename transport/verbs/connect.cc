@@ -99,6 +99,7 @@ std::vector<uint8_t> VerbsBackend::localAddress() {
   if (cm_) return cmLocalAddress();
   std::vector<uint32_t> group;
   std::vector<ClassQp> extra;
+  t_last = {this, 0};  // until this blob exists: addPeer() takes no other thread's
   for (size_t k = 0; k < classCount(); ++k) {
     auto c = newConn();
     if (!c) {
@@ -137,10 +138,21 @@ void VerbsBackend::discardAddress(std::span<const uint8_t> local) {
     if (local.size() < sizeof(b) + sizeof(cb)) return;
     std::memcpy(&cb, local.data() + sizeof(b), sizeof(cb));
     cm_->issued.erase(cb.token);  // its order entry goes when it is the oldest
+    auto& pend = cm_->pending;    // a request the peer sent for it before failing
+    for (auto it = pend.begin(); it != pend.end();) {
+      if (it->token != cb.token) {
+        ++it;
+        continue;
+      }
+      dropConn(it->qpn);
+      cm_->link->forget(it->id);
+      it = pend.erase(it);
+    }
     return;
   }
   for (auto it = unconnected_.begin(); it != unconnected_.end(); ++it) {
-    if ((*it)[0] != b.qpn) continue;
+    auto first = conns_.find((*it)[0]);  // the number and psn: a reused number is not it
+    if ((*it)[0] != b.qpn || first == conns_.end() || first->second->psn != b.psn) continue;
     for (uint32_t q : *it) dropConn(q);
     unconnected_.erase(it);
     return;
@@ -183,7 +195,9 @@ Status VerbsBackend::addPeer(PeerId peer, std::span<const uint8_t> remote) {
   if (rb.roce != (dev_->roce ? 1 : 0)) {
     return {StatusCode::kProtocolError, "peer's link layer differs (RoCE vs InfiniBand)"};
   }
-  if (unconnected_.empty()) return {StatusCode::kIoError, "no local QP for the peer"};
+  if (unconnected_.empty() || (t_last.backend == this && t_last.qpn == 0)) {
+    return {StatusCode::kIoError, "no local QP for the peer (this side's address failed)"};
+  }
   auto pick = unconnected_.begin();
   for (auto it = unconnected_.begin(); it != unconnected_.end(); ++it) {
     if (t_last.backend == this && (*it)[0] == t_last.qpn) pick = it;
