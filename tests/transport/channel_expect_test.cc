@@ -171,8 +171,10 @@ TEST_P(ChannelExpectTest, WaitInsideACallbackForAPendingOpIsRefused) {
     });
     auto s = p.ab->send({1, 0, ""}, src, sizeof(src));
     ASSERT_TRUE(e && s);
+    // inner is set inside e's callback, before e turns done: e2's callback,
+    // run by another thread's pass meanwhile, would find e not yet done.
     ASSERT_TRUE(driveUntil(
-        p, [&] { return inner >= 0; }, 30s))
+        p, [&] { return inner >= 0 && e.value()->done(); }, 30s))
         << "thread " << thread;
     EXPECT_EQ(inner, static_cast<int>(StatusCode::kInvalidArgument)) << "thread " << thread;
     auto e2 = p.ba->expect({3, 0, ""}, dst, sizeof(dst), [&](const Status&) {
