@@ -4,10 +4,17 @@
 // its receive buffers. discardAddress() must close exactly the QPs of the
 // blob it is given: blobs never paired, blobs a malformed peer address left
 // unpaired, at one and two classes; a blob addPeer() took stays connected.
+// With cm=rdmacm a blob holds a token, and a connect request the peer sent
+// for it before the handshake failed holds an accepted QP: discarding the
+// blob closes that QP.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/transport/verbs_helper.h"
@@ -24,10 +31,17 @@ struct NoEvents : BackendEvents {
   void onPeerError(PeerId, const Status&) override {}
 };
 
-std::unique_ptr<verbs::VerbsBackend> make(NoEvents* ev, const std::string& bounds) {
+std::unique_ptr<verbs::VerbsBackend> make(NoEvents* ev, const std::string& bounds,
+                                          bool cm = false) {
   BackendOptions o;
   o.config = {{"address", "127.0.0.1"}};
   if (!bounds.empty()) o.config["class_bounds"] = bounds;
+  if (cm) {  // the guest's rdma_cm address (tools/softroce-vm-init), as verbs_cm_test
+    const char* e = std::getenv("TICTAC_TEST_CM_ADDRESS");
+    o.config = {{"cm", "rdmacm"},
+                {"address", e != nullptr && *e ? e : "192.0.2.1"},
+                {"cm_timeout_ms", "3000"}};
+  }
   auto b = verbs::create(o, ev);
   EXPECT_TRUE(b) << b.status().toString();
   if (!b) return nullptr;
@@ -83,6 +97,42 @@ TEST_P(VerbsDiscard, APairedBlobIsNotDiscarded) {
   a->discardAddress(la);  // taken by addPeer: a late discard must not close it
   EXPECT_EQ(a->connCount(), per_blob);
   EXPECT_EQ(a->peerQps(1).size(), per_blob);
+}
+
+uint16_t cmPort(const std::vector<uint8_t>& blob) {
+  verbs::CmBlob cb;
+  std::memcpy(&cb, blob.data() + sizeof(verbs::AddressBlob), sizeof(cb));
+  return ntohs(cb.port);
+}
+
+TEST(VerbsDiscardCm, ARequestAcceptedForADiscardedBlobIsClosed) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  NoEvents ex, ey;
+  auto x = make(&ex, "", true);
+  auto y = make(&ey, "", true);
+  ASSERT_TRUE(x && y);
+  auto bx = x->localAddress(), by = y->localAddress();
+  ASSERT_EQ(bx.size(), sizeof(verbs::AddressBlob) + sizeof(verbs::CmBlob));
+  // The side whose listener sorts lower connects; the other accepts.
+  const bool x_passive = cmPort(bx) > cmPort(by);
+  verbs::VerbsBackend* passive = x_passive ? x.get() : y.get();
+  verbs::VerbsBackend* active = x_passive ? y.get() : x.get();
+  const auto& passive_blob = x_passive ? bx : by;
+  // A peer whose listener sorts lower still, and which never connects: the
+  // passive side waits for its request (cm_timeout_ms), meanwhile accepting
+  // the active side's request for passive_blob, which nobody claims.
+  auto nobody = x_passive ? by : bx;
+  verbs::CmBlob cb;
+  std::memcpy(&cb, nobody.data() + sizeof(verbs::AddressBlob), sizeof(cb));
+  cb.port = htons(1);
+  std::memcpy(nobody.data() + sizeof(verbs::AddressBlob), &cb, sizeof(cb));
+  std::thread connector([&] { (void)active->addPeer(1, passive_blob); });
+  Status st = passive->addPeer(1, nobody);
+  connector.join();
+  EXPECT_EQ(st.code(), StatusCode::kTimeout) << st.toString();
+  EXPECT_EQ(passive->connCount(), 1u) << "the accepted request's QP";
+  passive->discardAddress(passive_blob);
+  EXPECT_EQ(passive->connCount(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Classes, VerbsDiscard, ::testing::Values("", "100"),
