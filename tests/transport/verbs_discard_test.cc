@@ -50,14 +50,20 @@ std::unique_ptr<verbs::VerbsBackend> make(NoEvents* ev, const std::string& bound
 }
 
 // "" = one QP per peer, "100" = two priority classes (two QPs per blob).
-class VerbsDiscard : public ::testing::TestWithParam<std::string> {};
+class VerbsDiscard : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    TICTAC_REQUIRE_RDMA_DEVICE();
+    per_blob = GetParam().empty() ? 1 : 2;
+    a = make(&ea, GetParam());
+    ASSERT_TRUE(a);
+  }
+  size_t per_blob = 1;
+  NoEvents ea;
+  std::unique_ptr<verbs::VerbsBackend> a;
+};
 
 TEST_P(VerbsDiscard, UnpairedBlobsLeaveNoQp) {
-  TICTAC_REQUIRE_RDMA_DEVICE();
-  const size_t per_blob = GetParam().empty() ? 1 : 2;
-  NoEvents ea;
-  auto a = make(&ea, GetParam());
-  ASSERT_TRUE(a);
   std::vector<std::vector<uint8_t>> blobs;
   for (int i = 0; i < 20; ++i) blobs.push_back(a->localAddress());
   EXPECT_EQ(a->connCount(), 20 * per_blob);
@@ -71,11 +77,6 @@ TEST_P(VerbsDiscard, UnpairedBlobsLeaveNoQp) {
 }
 
 TEST_P(VerbsDiscard, AMalformedPeerAddressLeavesTheBlobToDiscard) {
-  TICTAC_REQUIRE_RDMA_DEVICE();
-  const size_t per_blob = GetParam().empty() ? 1 : 2;
-  NoEvents ea;
-  auto a = make(&ea, GetParam());
-  ASSERT_TRUE(a);
   auto mine = a->localAddress();
   std::vector<uint8_t> junk(mine.size(), 0x5a);  // right size, wrong magic
   EXPECT_FALSE(a->addPeer(1, junk));
@@ -85,12 +86,9 @@ TEST_P(VerbsDiscard, AMalformedPeerAddressLeavesTheBlobToDiscard) {
 }
 
 TEST_P(VerbsDiscard, APairedBlobIsNotDiscarded) {
-  TICTAC_REQUIRE_RDMA_DEVICE();
-  const size_t per_blob = GetParam().empty() ? 1 : 2;
-  NoEvents ea, eb;
-  auto a = make(&ea, GetParam());
+  NoEvents eb;
   auto b = make(&eb, GetParam());
-  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(b);
   auto la = a->localAddress(), lb = b->localAddress();
   ASSERT_TRUE(a->addPeer(1, lb));
   ASSERT_TRUE(b->addPeer(1, la));

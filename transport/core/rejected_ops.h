@@ -16,51 +16,15 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <deque>
-#include <unordered_map>
-#include <utility>
+
+#include "transport/core/bounded_set.h"
 
 namespace tictac::transport {
 
-class RejectedOps {
+class RejectedOps : public BoundedSet {
  public:
   static constexpr size_t kDefaultCapacity = 65536;
-  explicit RejectedOps(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
-
-  bool empty() const { return live_.empty(); }
-  size_t size() const { return live_.size(); }
-  bool contains(uint64_t op) const { return live_.count(op) != 0; }
-  // Remembers `op` (no-op when it is remembered already), forgetting the op
-  // inserted `capacity` insertions before it, if still remembered.
-  void insert(uint64_t op) {
-    if (!live_.emplace(op, next_seq_).second) return;
-    order_.emplace_back(op, next_seq_++);
-    // Past the capacity the oldest insertion goes (forgotten when still live);
-    // stale heads (erased ops) go too.
-    while (!order_.empty() && (order_.size() > capacity_ || !isLive(order_.front()))) {
-      auto [old, seq] = order_.front();
-      order_.pop_front();
-      if (auto it = live_.find(old); it != live_.end() && it->second == seq) live_.erase(it);
-    }
-  }
-  void erase(uint64_t op) { live_.erase(op); }  // its order_ entry goes stale
-  void clear() {
-    live_.clear();
-    order_.clear();
-  }
-
- private:
-  bool isLive(const std::pair<uint64_t, uint64_t>& e) const {
-    auto it = live_.find(e.first);
-    return it != live_.end() && it->second == e.second;
-  }
-  size_t capacity_;
-  uint64_t next_seq_ = 0;
-  std::unordered_map<uint64_t, uint64_t> live_;  // op -> its insertion's sequence number
-  // Insertions in order, (op, sequence); an entry whose op was erased (or
-  // erased and inserted again: another sequence) is stale.
-  std::deque<std::pair<uint64_t, uint64_t>> order_;
+  explicit RejectedOps(size_t capacity = kDefaultCapacity) : BoundedSet(capacity) {}
 };
 
 }  // namespace tictac::transport

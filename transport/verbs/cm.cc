@@ -91,7 +91,7 @@ std::vector<uint8_t> VerbsBackend::cmLocalAddress() {
     cb.token = (uint64_t{std::random_device()()} << 32) | std::random_device()();
   } while (cb.token == 0);
   t_last_token = cb.token;
-  cm_->issue(cb.token);
+  cm_->issued.insert(cb.token);
   std::vector<uint8_t> out(sizeof(b) + sizeof(cb));
   std::memcpy(out.data(), &b, sizeof(b));
   std::memcpy(out.data() + sizeof(b), &cb, sizeof(cb));
@@ -105,7 +105,7 @@ Status VerbsBackend::acceptCm(rdma_cm_id* id, const CmRequest& r) {
   // A request answers one blob this backend gave out over a bootstrap link
   // (its token), once: anything else is refused before a QP and its receive
   // buffers are made for it (a flood of requests cannot pin memory).
-  if (cm_->issued.count(r.token) == 0) {
+  if (!cm_->issued.contains(r.token)) {
     return {StatusCode::kProtocolError, "rdma_cm: request with a token this side never issued"};
   }
   for (const auto& p : cm_->pending) {
@@ -177,7 +177,7 @@ Status VerbsBackend::addPeerCm(PeerId peer, std::span<const uint8_t> remote) {
     // The request answering this thread's last blob if this thread made one
     // that is still unclaimed (it may not have arrived yet); else any from
     // the peer's listener (one channel per pair of backends needs no more).
-    bool mine_open = cm_->issued.count(t_last_token) > 0;
+    bool mine_open = cm_->issued.contains(t_last_token);
     auto find = [&]() -> CmState::Pending* {
       CmState::Pending* pick = nullptr;
       for (auto& p : cm_->pending) {

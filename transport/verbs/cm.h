@@ -29,15 +29,14 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "transport/backend.h"
+#include "transport/core/bounded_set.h"
 
 struct rdma_cm_id;
 struct rdma_cm_event;
@@ -157,20 +156,11 @@ struct CmState {
   std::unique_ptr<CmLink> link;
   std::vector<Pending> pending;
   // Tokens of blobs whose passive side is unclaimed. Every bootstrap
-  // connection, a stranger's too, makes a blob before it is checked, and a
-  // failed handshake never claims its token: the oldest of more than
-  // kMaxIssued are forgotten (that many handshakes in progress at once).
-  std::set<uint64_t> issued;
-  std::deque<uint64_t> issued_order;
+  // connection, a stranger's too, makes a blob before it is checked (a
+  // failed one is discarded, VerbsBackend::discardAddress): the oldest of
+  // more than kMaxIssued are forgotten (that many handshakes at once).
   static constexpr size_t kMaxIssued = 4096;
-  void issue(uint64_t token) {
-    issued.insert(token);
-    issued_order.push_back(token);
-    while (issued_order.size() > kMaxIssued) {
-      issued.erase(issued_order.front());
-      issued_order.pop_front();
-    }
-  }
+  BoundedSet issued{kMaxIssued};
 };
 
 }  // namespace tictac::transport::verbs

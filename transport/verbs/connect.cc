@@ -137,8 +137,8 @@ void VerbsBackend::discardAddress(std::span<const uint8_t> local) {
     CmBlob cb;
     if (local.size() < sizeof(b) + sizeof(cb)) return;
     std::memcpy(&cb, local.data() + sizeof(b), sizeof(cb));
-    cm_->issued.erase(cb.token);  // its order entry goes when it is the oldest
-    auto& pend = cm_->pending;    // a request the peer sent for it before failing
+    cm_->issued.erase(cb.token);
+    auto& pend = cm_->pending;  // a request the peer sent for it before failing
     for (auto it = pend.begin(); it != pend.end();) {
       if (it->token != cb.token) {
         ++it;
@@ -151,8 +151,9 @@ void VerbsBackend::discardAddress(std::span<const uint8_t> local) {
     return;
   }
   for (auto it = unconnected_.begin(); it != unconnected_.end(); ++it) {
-    auto first = conns_.find((*it)[0]);  // the number and psn: a reused number is not it
-    if ((*it)[0] != b.qpn || first == conns_.end() || first->second->psn != b.psn) continue;
+    if ((*it)[0] != b.qpn) continue;
+    auto first = conns_.find(b.qpn);  // and its psn: a number reused meanwhile is not it
+    if (first == conns_.end() || first->second->psn != b.psn) return;
     for (uint32_t q : *it) dropConn(q);
     unconnected_.erase(it);
     return;
