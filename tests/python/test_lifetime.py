@@ -8,21 +8,17 @@ import os, subprocess, sys, textwrap, threading, time, unittest
 import tictac
 from pairs import make_pair
 
+# The peer lives in the parent process: the child's exit then closes only the
+# child's own handles, so its pending op completes "canceled" (with both ends
+# in the child, closing one channel first could fail the other "peer_lost").
 CHILD = textwrap.dedent("""
-    import sys, threading, tictac
+    import sys, tictac
     a = tictac.Context(ucx_tls="shm", progress_thread=True)
-    b = tictac.Context(ucx_tls="shm", progress_thread=True)
-    lst = b.listen(0)
-    got = {}
-    t = threading.Thread(target=lambda: got.setdefault("ch", lst.accept(30)))
-    t.start()
-    ab = a.connect("127.0.0.1", lst.port)
-    t.join()
-    ba = got["ch"]
+    ab = a.connect("127.0.0.1", int(sys.argv[1]))
     dst = bytearray(64)
     def done(status):
         print("on_done", status, flush=True)
-    ba.expect(5, dst, on_done=done)  # never sent: pending at exit
+    ab.expect(5, dst, on_done=done)  # never sent: pending at exit
     print("exiting", flush=True)
     sys.exit(0)  # nothing closed
 """)
@@ -30,9 +26,18 @@ CHILD = textwrap.dedent("""
 
 class InterpreterExit(unittest.TestCase):
     def test_open_handles_are_closed_at_exit_and_pending_ops_complete(self):
-        env = dict(os.environ)
-        out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
-                             text=True, timeout=120)
+        with tictac.Context(ucx_tls="shm", progress_thread=True) as ctx:
+            lst = ctx.listen(0)
+            got = {}
+            t = threading.Thread(target=lambda: got.setdefault("ch", lst.accept(60)))
+            t.start()
+            out = subprocess.run([sys.executable, "-c", CHILD, str(lst.port)],
+                                 env=dict(os.environ), capture_output=True, text=True,
+                                 timeout=120)
+            t.join(60)
+            self.assertIn("ch", got, "the child never connected")
+            got["ch"].close()
+            lst.close()
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = out.stdout.split()
         self.assertIn("exiting", lines, out.stdout + out.stderr)
