@@ -100,9 +100,15 @@ static void caller_driven(const tictac_options_t* base) {
   int armed = 0;
   for (int i = 0; i < 100000 && !(armed = tictac_arm(b)); ++i) tictac_progress(b);
   CHECK(armed == 1, "an idle context arms");
+  /* It sleeps out the 100 ms; over UCX tcp a call may return 0 early after an
+     empty wake-up (documented), so a few calls may share them, never many. */
   t0 = now_ms();
-  CHECK(tictac_progress_wait(b, 100000) == 0, "idle progress_wait handles nothing");
-  CHECK(now_ms() - t0 >= 75, "idle progress_wait returned after %.1f ms", now_ms() - t0);
+  unsigned calls = 0, handled = 0;
+  for (double left = 100; left > 0 && calls < 100; left = 100 - (now_ms() - t0), ++calls) {
+    handled += tictac_progress_wait(b, (unsigned)(left * 1000));
+  }
+  CHECK(handled == 0, "idle progress_wait handles nothing");
+  CHECK(calls < 20, "idle progress_wait did not sleep (%u calls in 100 ms)", calls);
   tictac_op_release(e);
   tictac_op_release(s);
   free(src);

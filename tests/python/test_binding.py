@@ -154,7 +154,9 @@ class Base:
                 ab.send(12, torch.ones(2, dtype=torch.complex64).conj())
 
     def test_urgent_overtakes_bulk(self):
-        ab, ba = self.pair(a=dict(chunk_bytes=64 << 10, window_bytes=128 << 10))
+        # Paced (16 MiB take ~134 ms, the urgent 64 KiB ~0.5 ms): bulk is still
+        # on the wire when urgent is posted, however late this thread wakes.
+        ab, ba = self.pair(a=dict(chunk_bytes=64 << 10, window_bytes=128 << 10, rate_gbps=1.0))
         order = []
         bulk, bulk_dst = bytearray(16 << 20), bytearray(16 << 20)
         urgent, urgent_dst = pattern(64 << 10, 1), bytearray(64 << 10)
@@ -219,9 +221,14 @@ class Base:
             b.progress()
         else:
             self.fail("an idle context never armed")
-        t0 = time.monotonic()
-        self.assertEqual(b.progress(0.2), 0)
-        self.assertGreaterEqual(time.monotonic() - t0, 0.15)
+        # It sleeps out the timeout; over UCX tcp a call may return 0 early
+        # after an empty wake-up (documented), so a few calls may take it.
+        t0, calls, handled = time.monotonic(), 0, 0
+        while time.monotonic() - t0 < 0.2 and calls < 100:
+            handled += b.progress(max(0.0, 0.2 - (time.monotonic() - t0)))
+            calls += 1
+        self.assertEqual(handled, 0)
+        self.assertLess(calls, 20, "progress(timeout) did not sleep")
         with self.assertRaises(ValueError):
             b.progress(-1)
         # With a progress thread: no sleeping in progress(), arm() is False.

@@ -19,6 +19,7 @@ CHILD = textwrap.dedent("""
     def done(status):
         print("on_done", status, flush=True)
     ab.expect(5, dst, on_done=done)  # never sent: pending at exit
+    sys.stdin.readline()  # the parent has accepted: exit now
     print("exiting", flush=True)
     sys.exit(0)  # nothing closed
 """)
@@ -31,11 +32,17 @@ class InterpreterExit(unittest.TestCase):
             got = {}
             t = threading.Thread(target=lambda: got.setdefault("ch", lst.accept(60)))
             t.start()
-            out = subprocess.run([sys.executable, "-c", CHILD, str(lst.port)],
-                                 env=dict(os.environ), capture_output=True, text=True,
-                                 timeout=120)
+            child = subprocess.Popen([sys.executable, "-c", CHILD, str(lst.port)],
+                                     env=dict(os.environ), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             t.join(60)
-            self.assertIn("ch", got, "the child never connected")
+            try:  # the child exits once this side holds the channel
+                stdout, stderr = child.communicate("go\n", timeout=120)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                raise
+            out = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+            self.assertIn("ch", got, "the child never connected: " + stderr)
             got["ch"].close()
             lst.close()
         self.assertEqual(out.returncode, 0, out.stderr)

@@ -26,7 +26,7 @@ class HostilePeerTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << "backend not available";
     ContextOptions o = backendHelper(GetParam()).options();
-    o.connect_timeout = 1s;  // also the handshake deadline of accept()
+    o.connect_timeout = 3s;  // also the handshake deadline of accept() (a real client's too)
     auto c = Context::create(o);
     ASSERT_TRUE(c) << c.status().message();
     ctx_ = c.value();
@@ -49,9 +49,9 @@ class HostilePeerTest : public ::testing::TestWithParam<std::string> {
   // accept() must fail (not hang, not crash) with one of `codes`.
   void expectRefused(std::initializer_list<StatusCode> codes) {
     auto t0 = Clock::now();
-    auto ch = listener_->accept(5s);
+    auto ch = listener_->accept(10s);
     ASSERT_FALSE(ch) << "a hostile client was accepted";
-    EXPECT_LT(Clock::now() - t0, 4s) << "refusal took longer than the handshake deadline";
+    EXPECT_LT(Clock::now() - t0, 8s) << "refusal took longer than the handshake deadline";
     EXPECT_FALSE(ch.status().message().empty());
     bool known = false;
     for (auto c : codes) known |= ch.status().code() == c;

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -155,6 +157,22 @@ TEST_F(PerfTool, BadUsageExits2AndVerbsWithoutDeviceExits1) {
   }
 }
 
+// True when /proc/net/tcp lists an established connection to local `port`.
+bool established(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the header
+  char want[8];
+  std::snprintf(want, sizeof want, ":%04X", port);
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string slot, local, remote, state;
+    f >> slot >> local >> remote >> state;
+    if (state == "01" && local.size() >= 5 && local.substr(local.size() - 5) == want) return true;
+  }
+  return false;
+}
+
 // A client killed mid-run: the server leaves its prio loop and exits 1 within
 // seconds with one line naming the loss (it once looped forever, printing a
 // "receive failed" line per re-posted expect). Over tcp: over shm, UCX's cma
@@ -174,7 +192,12 @@ TEST_F(PerfTool, KilledClientFailsTheServerWithOneLineNotAFlood) {
   pid_t srv = spawn(env + kPerf + " --port " + port + " >" + log + " 2>&1");
   pid_t cli =
       spawn(env + kPerf + " --port " + port + " --test prio -n 100000 127.0.0.1 >/dev/null 2>&1");
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // connected, in the urgent phase
+  // Connected (under load, two start-ups may take more than a fixed sleep),
+  // then into the urgent phase.
+  for (int i = 0; i < 300 && !established(std::stoi(port)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   ::kill(cli, SIGKILL);
   ::waitpid(cli, nullptr, 0);
   int status = 0;

@@ -97,9 +97,16 @@ TEST_P(ProgressWaitTest, IdleContextSleepsUntilTheTimeout) {
   for (Context* c : {lone.value().get(), p.a.get(), p.b.get()}) {
     auto t0 = Clock::now();
     auto cpu0 = threadCpu();
-    EXPECT_EQ(c->progress(200ms), 0u);
+    // Over UCX tcp a call may return 0 early after an empty wake-up
+    // (documented): a few calls may share the 200 ms, never many.
+    unsigned handled = 0, calls = 0;
+    while (since(t0) < 200ms && calls < 100) {
+      handled += c->progress(200ms - since(t0));
+      ++calls;
+    }
+    EXPECT_EQ(handled, 0u);
+    EXPECT_LT(calls, 20u) << "woke early with nothing to do";
     auto took = since(t0);
-    EXPECT_GE(took, 150ms) << "woke early with nothing to do";
     EXPECT_LT(took, 5s) << "overslept the timeout";
     // It slept: a spinning wait would burn the whole 200 ms (measured: ~1-2 ms).
     EXPECT_LT(threadCpu() - cpu0, 60ms) << "spun instead of sleeping";
