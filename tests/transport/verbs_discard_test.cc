@@ -6,12 +6,14 @@
 // unpaired, at one and two classes; a blob addPeer() took stays connected.
 // With cm=rdmacm a blob holds a token, and a connect request the peer sent
 // for it before the handshake failed holds an accepted QP: discarding the
-// blob closes that QP.
+// blob closes that QP. And a thread whose localAddress() failed does not
+// connect another thread's blob.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,10 +33,11 @@ struct NoEvents : BackendEvents {
   void onPeerError(PeerId, const Status&) override {}
 };
 
-std::unique_ptr<verbs::VerbsBackend> make(NoEvents* ev, const std::string& bounds,
-                                          bool cm = false) {
+std::unique_ptr<verbs::VerbsBackend> make(NoEvents* ev, const std::string& bounds, bool cm = false,
+                                          std::map<std::string, std::string> extra = {}) {
   BackendOptions o;
   o.config = {{"address", "127.0.0.1"}};
+  o.config.insert(extra.begin(), extra.end());
   if (!bounds.empty()) o.config["class_bounds"] = bounds;
   if (cm) {  // the guest's rdma_cm address (tools/softroce-vm-init), as verbs_cm_test
     const char* e = std::getenv("TICTAC_TEST_CM_ADDRESS");
@@ -131,6 +134,37 @@ TEST(VerbsDiscardCm, ARequestAcceptedForADiscardedBlobIsClosed) {
   EXPECT_EQ(passive->connCount(), 1u) << "the accepted request's QP";
   passive->discardAddress(passive_blob);
   EXPECT_EQ(passive->connCount(), 0u);
+}
+
+// A thread whose localAddress() failed must not connect the blob another
+// thread made: addPeer() takes the calling thread's own blob, and after a
+// failed one none. The failure: a QP of 8192 + 8192 work requests needs as
+// many completion queue entries, and a second one outgrows rxe's 32767.
+TEST(VerbsLocalAddress, AFailedAddressTakesNoOtherThreadsBlob) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  NoEvents ea, eb;
+  const std::map<std::string, std::string> deep = {{"sq_depth", "8192"}, {"rq_depth", "8192"}};
+  auto a = make(&ea, "", false, deep);
+  auto b = make(&eb, "");
+  ASSERT_TRUE(a && b);
+  auto la = a->localAddress(), lb = b->localAddress();
+  ASSERT_FALSE(la.empty());
+  Status other;
+  size_t made = 0;
+  std::thread t([&] {
+    std::vector<uint8_t> mine;
+    for (int i = 0; i < 8 && !(mine = a->localAddress()).empty(); ++i) ++made;
+    if (mine.empty()) other = a->addPeer(1, lb);
+  });
+  t.join();
+  ASSERT_LT(made, 8u) << "the completion queue never ran out";
+  EXPECT_EQ(other.code(), StatusCode::kIoError) << other.toString();
+  EXPECT_NE(other.message().find("this side's address failed"), std::string::npos)
+      << other.toString();
+  EXPECT_EQ(a->connCount(), 1 + made) << "a failed address closes its own QPs only";
+  ASSERT_TRUE(a->addPeer(1, lb));  // this thread's blob is still there for it
+  ASSERT_TRUE(b->addPeer(1, la));
+  EXPECT_EQ(a->peerQps(1).size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Classes, VerbsDiscard, ::testing::Values("", "100"),
