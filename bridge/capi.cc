@@ -156,6 +156,10 @@ int tictac_accept(tictac_listener_t* l, int timeout_ms, tictac_channel_t** out) 
   return TICTAC_OK;
 }
 
+void tictac_listener_close(tictac_listener_t* l) {
+  if (l != nullptr) l->listener->close();
+}
+
 void tictac_listener_destroy(tictac_listener_t* l) {
   delete l;
 }

@@ -142,6 +142,15 @@ class Listener(_Handle):
         _check(self._call(lambda h: lib.tictac_accept(h, ms, ctypes.byref(out))), "accept")
         return Channel(out.value, self._ctx)
 
+    def close(self):
+        """Stops listening: the port refuses connections, and an accept()
+        blocked in another thread raises Error "canceled" at once (one in a
+        handshake finishes it); the handle goes when that call returns."""
+        self._call(lib.tictac_listener_close, None)  # held open: never under a destroy
+        super().close()
+
+    __del__ = close
+
 
 class Context(_Handle):
     """Devices, scheduler and progress of one process (see tictac_options_t)."""

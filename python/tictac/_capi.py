@@ -67,6 +67,7 @@ _SIGS = {
     "tictac_listen": (ctypes.c_int, [_p, ctypes.c_uint16, _pp]),
     "tictac_listener_port": (ctypes.c_uint16, [_p]),
     "tictac_accept": (ctypes.c_int, [_p, ctypes.c_int, _pp]),
+    "tictac_listener_close": (None, [_p]),
     "tictac_listener_destroy": (None, [_p]),
     "tictac_connect": (ctypes.c_int, [_p, ctypes.c_char_p, ctypes.c_uint16, _pp]),
     "tictac_channel_destroy": (None, [_p]),

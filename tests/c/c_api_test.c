@@ -177,6 +177,13 @@ int main(int argc, char** argv) {
   tictac_op_release(s);
   tictac_channel_destroy(ab);
   tictac_channel_destroy(ba);
+  tictac_listener_close(l); /* stops listening: accept fails at once */
+  tictac_listener_close(l);
+  tictac_listener_close(NULL);
+  tictac_channel_t* none = NULL;
+  t0 = now_ms();
+  CHECK(tictac_accept(l, 20000, &none) == TICTAC_CANCELED && none == NULL, "accept after close");
+  CHECK(now_ms() - t0 < 5000, "accept after close waited %.0f ms", now_ms() - t0);
   tictac_listener_destroy(l);
   tictac_context_destroy(a);
   tictac_context_destroy(b);

@@ -69,7 +69,7 @@ class CloseDuringACall(unittest.TestCase):
         with tictac.Context(ucx_tls="shm", progress_thread=True) as ctx, \
                 tictac.Context(ucx_tls="shm", progress_thread=True) as peer:
             lst = ctx.listen(0)
-            got = {}
+            port, got = lst.port, {}
 
             def accept():
                 try:
@@ -80,16 +80,25 @@ class CloseDuringACall(unittest.TestCase):
             t = threading.Thread(target=accept)
             t.start()
             wait_until(lambda: lst._users == 1, "accept() to start")
-            lst.close()
-            self.assertIsNotNone(lst._dead, "closed under a running accept()")
+            t0 = time.monotonic()
+            lst.close()  # stops listening: the blocked accept() returns now
+            t.join(20)
+            self.assertFalse(t.is_alive())
+            self.assertLess(time.monotonic() - t0, 5, "accept() waited out its timeout")
+            self.assertNotIn("ch", got)
+            self.assertIsInstance(got.get("error"), tictac.Error, got)
+            self.assertEqual(got["error"].name, "canceled", got["error"])
+            self.assertIn("listener is closed", str(got["error"]))
+            self.assertIsNone(lst._dead, "not destroyed after accept() returned")
             with self.assertRaises(tictac.Error) as cm:
                 lst.accept(0.1)
             self.assertIn("listener is closed", str(cm.exception))
-            ba = peer.connect("127.0.0.1", lst.port)  # the blocked accept() takes it
-            t.join(20)
-            self.assertFalse(t.is_alive())
-            self.assertNotIn("error", got)
-            self.assertIsNone(lst._dead, "not destroyed after accept() returned")
+            # The port is free again: a new listener takes it and serves a peer.
+            with ctx.listen(port) as lst2:
+                t = threading.Thread(target=lambda: got.setdefault("ch", lst2.accept(20)))
+                t.start()
+                ba = peer.connect("127.0.0.1", port)
+                t.join(20)
             ab, dst = got["ch"], bytearray(5)
             e = ab.expect(1, dst)
             ba.send(1, b"hello").wait(10)

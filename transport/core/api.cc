@@ -1,7 +1,9 @@
 // The public classes (Context, Listener, Channel, Op): thin handles over ContextImpl.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "transport/core/bootstrap.h"
@@ -62,6 +64,7 @@ class ListenerImpl {
   std::shared_ptr<ContextImpl> ctx;
   int fd = -1;
   uint16_t port = 0;
+  std::atomic<bool> closed{false};  // close(): the fd is shut down, not yet closed
   ~ListenerImpl() {
     if (fd >= 0) ::close(fd);
   }
@@ -73,10 +76,19 @@ uint16_t Listener::port() const {
   return impl_->port;
 }
 
+// shutdown() of a listening socket ends its LISTEN state (connections are
+// refused) and wakes a poll() on it; the fd stays open until the destructor,
+// so a thread inside accept() never meets a number reused by another file.
+void Listener::close() {
+  if (!impl_->closed.exchange(true)) ::shutdown(impl_->fd, SHUT_RDWR);
+}
+
 Result<std::shared_ptr<Channel>> Listener::accept(std::chrono::milliseconds timeout) {
+  const Status closed(StatusCode::kCanceled, "listener is closed");
+  if (impl_->closed.load()) return closed;
   std::string name;
   auto fd = bootstrap::acceptTcp(impl_->fd, std::chrono::steady_clock::now() + timeout, &name);
-  if (!fd) return fd.status();
+  if (!fd) return impl_->closed.load() ? closed : fd.status();
   auto peer = impl_->ctx->setupPeer(fd.value(), false, name);
   if (!peer) return peer.status();
   return std::make_shared<Channel>(impl_->ctx, peer.value());

@@ -90,9 +90,15 @@ class Listener {
  public:
   ~Listener();
   uint16_t port() const;  // the bound port (useful after listen(0))
-  // Waits for one peer (handshake included) for up to `timeout`.
+  // Waits for one peer (handshake included) for up to `timeout`; kCanceled
+  // once close() was called.
   Result<std::shared_ptr<Channel>> accept(
       std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+  // Stops listening, from any thread (a server's shutdown): the port refuses
+  // new connections at once, an accept() waiting for one returns kCanceled
+  // ("listener is closed"; one already in a handshake finishes it), and so do
+  // later calls. The destructor releases the socket. Calling it again does nothing.
+  void close();
   explicit Listener(std::unique_ptr<ListenerImpl> impl);
 
  private:
