@@ -117,10 +117,12 @@ void tictac_release_memory(tictac_context_t* ctx, const void* addr, size_t len);
 int tictac_listen(tictac_context_t* ctx, uint16_t port, tictac_listener_t** out);
 uint16_t tictac_listener_port(const tictac_listener_t* listener);
 int tictac_accept(tictac_listener_t* listener, int timeout_ms, tictac_channel_t** out);
-/* Stops listening, from any thread: new connections are refused, and a
-   tictac_accept() waiting for one (and every later one) returns
-   TICTAC_CANCELED. The listener stays valid until tictac_listener_destroy(),
-   which must not run while another thread is inside tictac_accept(). */
+/* Stops listening, from any thread (NULL: nothing): new connections are
+   refused, and a tictac_accept() waiting for one (and every later one)
+   returns TICTAC_CANCELED; one already in a handshake finishes it (within
+   connect_timeout) and may still return TICTAC_OK with a channel to destroy.
+   The listener stays valid until tictac_listener_destroy(), which must not
+   run while another thread is inside tictac_accept(). */
 void tictac_listener_close(tictac_listener_t* listener);
 void tictac_listener_destroy(tictac_listener_t* listener);
 int tictac_connect(tictac_context_t* ctx, const char* host, uint16_t port, tictac_channel_t** out);

@@ -130,7 +130,7 @@ class Listener(_Handle):
     """Accepts peers on a TCP port (the bootstrap); .port is the bound port."""
 
     _destroy = staticmethod(lambda h: lib.tictac_listener_destroy(h))
-    _exit_order = 1
+    _exit_order = 0  # first: an accept() it wakes makes no channel after the channels' pass
 
     def __init__(self, handle, ctx):
         self._own(ctypes.c_void_p(handle))

@@ -33,13 +33,14 @@ class _Handle:
     Every call goes through _call(), which holds the handle open: a close()
     from another thread meanwhile returns at once, later calls raise Error
     ("... is closed"), and the handle is destroyed when the last call in
-    progress returns (an accept() or progress() waits out its timeout), so
-    the C object is never freed under a running call."""
+    progress returns (a progress() waits out its timeout; a Listener's close()
+    first wakes its accept()), so the C object is never freed under a running
+    call."""
 
     _h = None
     _users = 0  # calls in progress (under _close_lock)
     _dead = None  # the handle close() left to the last of them
-    _exit_order = 0  # at exit: channels (0), then listeners (1), then contexts (2)
+    _exit_order = 1  # at exit: listeners (0), then channels (1), then contexts (2)
 
     def _own(self, handle):
         self._h = handle

@@ -68,8 +68,10 @@ class CloseDuringACall(unittest.TestCase):
     def test_listener_closed_while_accept_blocks(self):
         with tictac.Context(ucx_tls="shm", progress_thread=True) as ctx, \
                 tictac.Context(ucx_tls="shm", progress_thread=True) as peer:
-            lst = ctx.listen(0)
-            port, got = lst.port, {}
+            with ctx.listen(0) as probe:  # a free port, then bound by number
+                port = probe.port
+            lst = ctx.listen(port)
+            got = {}
 
             def accept():
                 try:

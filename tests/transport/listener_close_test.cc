@@ -70,9 +70,16 @@ TEST_P(ListenerCloseTest, CloseWakesABlockedAcceptAndRefusesConnections) {
 }
 
 TEST_P(ListenerCloseTest, ThePortServesANewListenerWhileTheClosedOneExists) {
-  auto l = ctx_->listen(0, "127.0.0.1");
+  uint16_t port = 0;
+  {
+    auto probe = ctx_->listen(0, "127.0.0.1");  // a free port, then bound by number below
+    ASSERT_TRUE(probe) << probe.status().toString();
+    port = probe.value()->port();
+  }
+  // Bound by number, the closed socket keeps its port until destroyed (the
+  // kernel releases only ports it picked): the new bind relies on address reuse.
+  auto l = ctx_->listen(port, "127.0.0.1");
   ASSERT_TRUE(l) << l.status().toString();
-  const uint16_t port = l.value()->port();
   l.value()->close();
   auto again = ctx_->listen(port, "127.0.0.1");
   ASSERT_TRUE(again) << again.status().toString();

@@ -10,7 +10,9 @@
 // connect another thread's blob.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -136,12 +138,29 @@ TEST(VerbsDiscardCm, ARequestAcceptedForADiscardedBlobIsClosed) {
   EXPECT_EQ(passive->connCount(), 0u);
 }
 
+// The largest completion queue any RDMA device here allows (rxe: 32767).
+int largestMaxCqe() {
+  int n = 0, most = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  for (int i = 0; i < n; ++i) {
+    ibv_context* c = ibv_open_device(list[i]);
+    ibv_device_attr a{};
+    if (c != nullptr && ibv_query_device(c, &a) == 0) most = std::max(most, a.max_cqe);
+    if (c != nullptr) ibv_close_device(c);
+  }
+  if (list != nullptr) ibv_free_device_list(list);
+  return most;
+}
+
 // A thread whose localAddress() failed must not connect the blob another
 // thread made: addPeer() takes the calling thread's own blob, and after a
 // failed one none. The failure: a QP of 8192 + 8192 work requests needs as
 // many completion queue entries, and a second one outgrows rxe's 32767.
 TEST(VerbsLocalAddress, AFailedAddressTakesNoOtherThreadsBlob) {
   TICTAC_REQUIRE_RDMA_DEVICE();
+  if (largestMaxCqe() >= 2 * (8192 + 8192) + 64) {
+    GTEST_SKIP() << "a completion queue here holds two deep QPs: no failure to provoke";
+  }
   NoEvents ea, eb;
   const std::map<std::string, std::string> deep = {{"sq_depth", "8192"}, {"rq_depth", "8192"}};
   auto a = make(&ea, "", false, deep);

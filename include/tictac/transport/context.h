@@ -96,8 +96,9 @@ class Listener {
       std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
   // Stops listening, from any thread (a server's shutdown): the port refuses
   // new connections at once, an accept() waiting for one returns kCanceled
-  // ("listener is closed"; one already in a handshake finishes it), and so do
-  // later calls. The destructor releases the socket. Calling it again does nothing.
+  // ("listener is closed"; one already in a handshake finishes it, within
+  // connect_timeout, and may return a channel), and so do later calls. The
+  // destructor releases the socket. Calling it again does nothing.
   void close();
   explicit Listener(std::unique_ptr<ListenerImpl> impl);
 
