@@ -3,6 +3,7 @@ Context derive from _Handle): close once, never under a running call, and at
 interpreter exit."""
 import atexit
 import threading
+import time
 import weakref
 
 from . import _capi
@@ -98,3 +99,10 @@ _live = weakref.WeakSet()
 def _close_all():
     for h in sorted(list(_live), key=lambda h: h._exit_order):
         h.close()
+        # A listener's close() woke an accept() blocked in another thread;
+        # let it return (the GIL is free while this sleeps) and destroy the
+        # handle, which holds its context: else that context outlives its own
+        # close() and its pending ops' callbacks meet interpreter teardown.
+        deadline = time.monotonic() + 2.0
+        while h._exit_order == 0 and h._dead is not None and time.monotonic() < deadline:
+            time.sleep(0.001)

@@ -102,6 +102,13 @@ class Base:
     def test_size_mismatch_fails_both_sides(self):
         ab, ba = self.pair()
         e = ba.expect(9, bytearray(10))
+        # The expect must be in place when the data comes: a tensor that
+        # arrives first is acked at once (it must not hold the sender's
+        # window), so its send may complete ok. b's progress thread takes
+        # expects in order: once tensor 10 has landed, 9's expect is there.
+        e10 = ba.expect(10, bytearray(1))
+        ab.send(10, b"x").wait(30)
+        e10.wait(30)
         s = ab.send(9, bytearray(20))
         for op in (e, s):
             with self.assertRaises(tictac.Error) as cm:
@@ -223,12 +230,16 @@ class Base:
             self.fail("an idle context never armed")
         # It sleeps out the timeout; over UCX tcp a call may return 0 early
         # after an empty wake-up (documented), so a few calls may take it.
-        t0, calls, handled = time.monotonic(), 0, 0
+        # Such wake-ups come right after arming, so one call still sleeps long.
+        t0, calls, handled, longest = time.monotonic(), 0, 0, 0.0
         while time.monotonic() - t0 < 0.2 and calls < 100:
-            handled += b.progress(max(0.0, 0.2 - (time.monotonic() - t0)))
+            c0 = time.monotonic()
+            handled += b.progress(max(0.0, 0.2 - (c0 - t0)))
+            longest = max(longest, time.monotonic() - c0)
             calls += 1
         self.assertEqual(handled, 0)
         self.assertLess(calls, 20, "progress(timeout) did not sleep")
+        self.assertGreaterEqual(longest, 0.1, f"no call slept most of the timeout ({calls} calls)")
         with self.assertRaises(ValueError):
             b.progress(-1)
         # With a progress thread: no sleeping in progress(), arm() is False.

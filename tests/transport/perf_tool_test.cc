@@ -194,9 +194,17 @@ TEST_F(PerfTool, KilledClientFailsTheServerWithOneLineNotAFlood) {
       spawn(env + kPerf + " --port " + port + " --test prio -n 100000 127.0.0.1 >/dev/null 2>&1");
   // Connected (under load, two start-ups may take more than a fixed sleep),
   // then into the urgent phase.
-  for (int i = 0; i < 300 && !established(std::stoi(port)); ++i) {
+  bool connected = false;
+  for (int i = 0; i < 300 && !(connected = established(std::stoi(port))); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  if (!connected) {
+    ::kill(cli, SIGKILL);
+    ::kill(srv, SIGKILL);
+    ::waitpid(cli, nullptr, 0);
+    ::waitpid(srv, nullptr, 0);
+  }
+  ASSERT_TRUE(connected) << "the client never connected in 30 s";
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ::kill(cli, SIGKILL);
   ::waitpid(cli, nullptr, 0);

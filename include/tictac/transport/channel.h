@@ -8,7 +8,8 @@
 // it. A send and an expect match on (id, iteration); the sizes must be equal,
 // otherwise both fail with kSizeMismatch (the sender of a tensor that fits
 // one eager message may complete ok first, where the backend's completion
-// confirms delivery: verbs; see docs/transport.md). An incoming tensor without an expect
+// confirms delivery: verbs; and so may the sender of an eager tensor that
+// arrived before its expect; see docs/transport.md). An incoming tensor without an expect
 // waits (its data stays with the backend) until one is posted.
 //
 // Threading: every method is thread safe and never blocks on the network.
