@@ -131,6 +131,7 @@ class Listener(_Handle):
 
     _destroy = staticmethod(lambda h: lib.tictac_listener_destroy(h))
     _exit_order = 0  # first: an accept() it wakes makes no channel after the channels' pass
+    _exit_grace = 2.0  # close() wakes a blocked accept(): let it return (_close_all)
 
     def __init__(self, handle, ctx):
         self._own(ctypes.c_void_p(handle))

@@ -42,6 +42,7 @@ class _Handle:
     _users = 0  # calls in progress (under _close_lock)
     _dead = None  # the handle close() left to the last of them
     _exit_order = 1  # at exit: listeners (0), then channels (1), then contexts (2)
+    _exit_grace = 0.0  # at exit, seconds a call still in progress gets to return after close()
 
     def _own(self, handle):
         self._h = handle
@@ -99,10 +100,10 @@ _live = weakref.WeakSet()
 def _close_all():
     for h in sorted(list(_live), key=lambda h: h._exit_order):
         h.close()
-        # A listener's close() woke an accept() blocked in another thread;
-        # let it return (the GIL is free while this sleeps) and destroy the
-        # handle, which holds its context: else that context outlives its own
-        # close() and its pending ops' callbacks meet interpreter teardown.
-        deadline = time.monotonic() + 2.0
-        while h._exit_order == 0 and h._dead is not None and time.monotonic() < deadline:
+        # A call close() woke (a Listener's accept()) returns now and destroys
+        # the handle (the GIL is free while this sleeps): a listener holds its
+        # context, which would else outlive its own close(), and its pending
+        # ops' callbacks meet interpreter teardown.
+        deadline = time.monotonic() + h._exit_grace
+        while h._dead is not None and time.monotonic() < deadline:
             time.sleep(0.001)

@@ -35,10 +35,11 @@ int tcpConnect(uint16_t port) {
   return rc;
 }
 
-class ListenerCloseTest : public ::testing::TestWithParam<std::string> {
+class ListenerCloseTest : public BackendTest {
  protected:
   void SetUp() override {
-    if (!backendHelper(GetParam()).viable()) GTEST_SKIP() << "backend not available";
+    BackendTest::SetUp();
+    if (IsSkipped()) return;
     auto c = Context::create(backendHelper(GetParam()).options());
     ASSERT_TRUE(c) << c.status().toString();
     ctx_ = c.value();
@@ -104,13 +105,7 @@ TEST_P(ListenerCloseTest, ThePortServesANewListenerWhileTheClosedOneExists) {
   EXPECT_EQ(dst, src);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ListenerCloseTest, ::testing::ValuesIn(selectedBackends()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+TICTAC_INSTANTIATE_BACKENDS(ListenerCloseTest);
 
 }  // namespace
 }  // namespace tictac::transport::test
