@@ -1,6 +1,7 @@
 // bridge/capi.cc: the C ABI (tictac/tictac.h) over the C++ transport API.
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tictac/schedule_hints.h"
 #include "tictac/tictac.h"
@@ -186,6 +187,33 @@ int tictac_send(tictac_channel_t* ch, uint64_t id, uint32_t iteration, const cha
   if (priority >= 0) p = static_cast<Priority>(priority);
   auto r = ch->ch->send({id, iteration, name ? name : ""}, buf, len, p, wrap(cb, arg));
   return giveOp(r, out);
+}
+
+int tictac_send_batch(tictac_channel_t* ch, const tictac_send_item_t* items, size_t n,
+                      size_t item_size, tictac_op_t** outs) {
+  if (ch == nullptr) return badArg("channel is NULL");
+  if (items == nullptr && n > 0) return badArg("items is NULL");
+  if (item_size < sizeof(tictac_send_item_t)) return badArg("item_size is too small");
+  std::vector<SendItem> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& it = *reinterpret_cast<const tictac_send_item_t*>(
+        reinterpret_cast<const char*>(items) + i * item_size);
+    if (it.priority > static_cast<int64_t>(UINT32_MAX)) {
+      return fail(Status(StatusCode::kInvalidArgument,
+                         "item " + std::to_string(i) + ": priority exceeds 32 bits"));
+    }
+    v[i].tensor = {it.id, it.iteration, it.name ? it.name : ""};
+    v[i].buf = it.buf;
+    v[i].len = it.len;
+    if (it.priority >= 0) v[i].priority = static_cast<Priority>(it.priority);
+    v[i].completion = wrap(it.cb, it.arg);
+  }
+  auto r = ch->ch->sendBatch(std::move(v));
+  if (!r) return fail(r.status());
+  if (outs != nullptr) {
+    for (size_t i = 0; i < n; ++i) outs[i] = new tictac_op{r.value()[i]};
+  }
+  return TICTAC_OK;
 }
 
 int tictac_expect(tictac_channel_t* ch, uint64_t id, uint32_t iteration, void* dst, size_t len,

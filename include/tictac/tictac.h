@@ -134,6 +134,26 @@ void tictac_channel_destroy(tictac_channel_t* channel);
 int tictac_send(tictac_channel_t* ch, uint64_t id, uint32_t iteration, const char* name,
                 const void* buf, size_t len, int64_t priority, tictac_callback_t cb, void* arg,
                 tictac_op_t** out);
+/* One tensor of tictac_send_batch(): tictac_send()'s arguments. */
+typedef struct tictac_send_item {
+  uint64_t id;
+  uint32_t iteration;
+  const char* name; /* may be NULL */
+  const void* buf;
+  size_t len;
+  int64_t priority;     /* < 0: the hint provider / default */
+  tictac_callback_t cb; /* may be NULL */
+  void* arg;
+} tictac_send_item_t;
+/* Queues n tensors as one submission: the scheduler holds all of them before
+ * any chunk leaves, so they go out by priority, not by their order here (a
+ * loop of tictac_send() may start the first before the last is queued).
+ * item_size: sizeof(tictac_send_item_t) (the array's stride; a smaller one is
+ * TICTAC_INVALID_ARGUMENT). All or nothing: on an error none is queued and no
+ * callback runs. outs (if non-NULL, n entries) receives the handles, in the
+ * items' order, each to release. */
+int tictac_send_batch(tictac_channel_t* ch, const tictac_send_item_t* items, size_t n,
+                      size_t item_size, tictac_op_t** outs);
 int tictac_expect(tictac_channel_t* ch, uint64_t id, uint32_t iteration, void* dst, size_t len,
                   tictac_callback_t cb, void* arg, tictac_op_t** out);
 /* 1 if canceled, 0 if too late or unknown. */

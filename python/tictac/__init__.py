@@ -114,6 +114,43 @@ class Channel(_Handle):
         return self._post(f"send of tensor {tid}", lambda h, a, n, t, o: lib.tictac_send(
             h, tid, it, cname, a, n, prio, _trampoline, t, o), buf, False, on_done)
 
+    def send_batch(self, items, iteration=0):
+        """Sends several tensors as one submission: they leave by priority, not
+        by their order in items (a loop of send() may start the first before the
+        last is queued). items: tuples (tensor_id, buf[, priority[, on_done]]),
+        as send()'s arguments. All or nothing: an error raises and sends none.
+        Returns the Ops in the items' order."""
+        it = _int(iteration, "iteration", 32)
+        items = list(items)
+        arr = (_capi.SendItem * max(1, len(items)))()
+        tokens, entries = [], []
+        for i, item in enumerate(items):
+            if not isinstance(item, (tuple, list)) or not 2 <= len(item) <= 4:
+                raise ValueError(f"tictac: batch item {i} must be (tensor_id, buf[, priority"
+                                 "[, on_done]])")
+            tid, buf = _int(item[0], "tensor_id", 64), item[1]
+            prio = item[2] if len(item) > 2 and item[2] is not None else -1
+            if not -1 <= int(prio) < (1 << 32):
+                raise ValueError(f"tictac: batch item {i}: priority must be None or in [0, 2**32)")
+            addr, n, keep = _buffer(buf, False)
+            token = next(_next_token)
+            arr[i] = _capi.SendItem(tid, it, None, addr, n, int(prio), _trampoline, token)
+            tokens.append(token)
+            entries.append((keep, item[3] if len(item) > 3 else None))
+        outs = (ctypes.c_void_p * max(1, len(items)))()
+
+        def post(h):
+            with _inflight_lock:
+                _inflight.update(zip(tokens, entries))
+            rc = lib.tictac_send_batch(h, arr, len(items), ctypes.sizeof(_capi.SendItem), outs)
+            if rc != _capi.OK:  # none was queued: no completion will come
+                with _inflight_lock:
+                    for t in tokens:
+                        _inflight.pop(t, None)
+            return rc
+        _check(self._call(post), f"batch of {len(items)} sends")
+        return [Op(outs[i], f"send of tensor {arr[i].id}") for i in range(len(items))]
+
     def expect(self, tensor_id, buf, iteration=0, on_done=None):
         """Receives tensor (tensor_id, iteration) straight into buf (its size must match)."""
         tid, it = _int(tensor_id, "tensor_id", 64), _int(iteration, "iteration", 32)

@@ -39,6 +39,21 @@ class Options(ctypes.Structure):
 
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int)
+
+
+class SendItem(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("iteration", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("buf", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+        ("priority", ctypes.c_int64),
+        ("cb", CALLBACK),
+        ("arg", ctypes.c_void_p),
+    ]
+
+
 _p = ctypes.c_void_p
 _pp = ctypes.POINTER(ctypes.c_void_p)
 
@@ -73,6 +88,8 @@ _SIGS = {
     "tictac_channel_destroy": (None, [_p]),
     "tictac_send": (ctypes.c_int, [_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_char_p, _p,
                                    ctypes.c_size_t, ctypes.c_int64, CALLBACK, _p, _pp]),
+    "tictac_send_batch": (ctypes.c_int, [_p, ctypes.POINTER(SendItem), ctypes.c_size_t,
+                                         ctypes.c_size_t, _pp]),
     "tictac_expect": (ctypes.c_int, [_p, ctypes.c_uint64, ctypes.c_uint32, _p, ctypes.c_size_t,
                                      CALLBACK, _p, _pp]),
     "tictac_cancel": (ctypes.c_int, [_p, _p]),

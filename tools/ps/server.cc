@@ -1,14 +1,14 @@
 // tools/ps/server.cc: the parameter-server role.
 //
-// Inference: every iteration waits for READY(k) from all workers (a barrier,
-// so every worker's iteration starts together, as in tictac-sim) and then
-// queues all its parameters to every worker at once; the transport's
-// per-priority queues put them on the wire in the order. Training: iteration 0
-// starts the same way; after that, parameter p of iteration k+1 is queued to
-// every worker as soon as all W gradients of p of iteration k are in and their
-// sum checks out (no global barrier). Priorities: the static orders go through
-// the bridge's ScheduleHintProvider (send() without a priority); random gives
-// an explicit priority per worker and iteration.
+// Inference: every iteration waits for READY(k) from all workers (a barrier, so
+// every worker's iteration starts together, as in tictac-sim) and then queues
+// all its parameters to every worker at once (one sendBatch() a worker); the
+// transport's per-priority queues put them on the wire in the order. Training:
+// iteration 0 starts the same way; after that, parameter p of iteration k+1 is
+// queued to every worker as soon as all W gradients of p of iteration k are in
+// and their sum checks out (no global barrier). Priorities: the static orders
+// go through the bridge's ScheduleHintProvider (sends without a priority);
+// random gives an explicit priority per worker and iteration.
 #include <condition_variable>
 #include <deque>
 #include <iostream>
@@ -123,11 +123,26 @@ int runServer(const Job& job, uint32_t rank) {
     }
     sent[r].push_back(s.value());
   };
+  // One batch a worker: the scheduler orders the whole iteration, however
+  // late this thread posts its last tensor (a loop of send() may let the
+  // progress thread start the first ones before the more urgent are queued).
   auto sendAll = [&](uint32_t k) {
-    for (uint32_t w = 0; w < c.workers; ++w) {
+    for (uint32_t w = 0; w < c.workers && err.empty(); ++w) {
       sched::PriorityVector pv;
       if (job.randomOrder()) pv = job.order(w, k);
-      for (OpIndex r : mine) sendParam(r, k, w, job.randomOrder() ? &pv : nullptr);
+      std::vector<SendItem> items;
+      for (OpIndex r : mine) {
+        std::optional<Priority> prio;
+        if (job.randomOrder()) prio = pv[r];
+        auto& b = pbuf[k % 2][r];
+        items.push_back({TensorKey{r, k, g.ops[r].name}, b.data(), b.size(), prio, {}});
+      }
+      auto s = ch[w]->sendBatch(std::move(items));
+      if (!s.isOk()) {
+        err = s.status().toString();
+        return;
+      }
+      for (size_t i = 0; i < mine.size(); ++i) sent[mine[i]].push_back(s.value()[i]);
     }
   };
   auto barrier = [&](uint32_t k) {

@@ -177,6 +177,10 @@ Result<OpHandle> Channel::send(const TensorKey& tensor, const void* buf, size_t 
   return ctx_->send(peer_, tensor, buf, len, priority, std::move(completion));
 }
 
+Result<std::vector<OpHandle>> Channel::sendBatch(std::vector<SendItem> items) {
+  return ctx_->sendBatch(peer_, items);
+}
+
 Result<OpHandle> Channel::expect(const TensorKey& tensor, void* dst, size_t len,
                                  Completion completion) {
   return ctx_->expect(peer_, tensor, dst, len, std::move(completion));

@@ -53,6 +53,7 @@ class ContextImpl : public BackendEvents {
 
   Result<OpHandle> send(uint32_t peer, const TensorKey& key, const void* buf, size_t len,
                         std::optional<Priority> prio, Completion cb);
+  Result<std::vector<OpHandle>> sendBatch(uint32_t peer, std::vector<SendItem>& items);
   Result<OpHandle> expect(uint32_t peer, const TensorKey& key, void* dst, size_t len,
                           Completion cb);
   bool cancel(uint32_t peer, const OpHandle& op);
@@ -115,15 +116,18 @@ class ContextImpl : public BackendEvents {
     return s.handle;
   }
   void drainSubmissions();
-  // Caller-driven contexts (no progress thread): starts `s` in the calling
-  // thread when the core is free (after any queued submissions, which keep
-  // their order); false when the progress thread or another caller holds
-  // the core. Chunks leave in the next progress().
+  // Caller-driven contexts: starts `s` in the calling thread when the core is
+  // free (after queued submissions, which keep their order); false when the
+  // progress thread or another caller holds it. Chunks leave in the next progress().
   bool startNow(Submission& s);
-  void submit(Submission& s);                        // startNow() or the queue, then wakeSleepers()
+  void submit(Submission& s);  // startNow() or the queue, then wakeSleepers()
+  // send()'s synchronous checks; the op's priority (given, hinted or default).
+  Result<Priority> checkSend(const TensorKey& key, const void* buf, size_t len,
+                             std::optional<Priority> prio);
+  Status reserveSends(size_t n);  // n more queued sends, or kNoResource (none taken)
   bool cancelOp(uint32_t peer, const OpHandle& op);  // cancel() without the wake-up
-  // at_once: the op is handed out in this pass (an idle, unpaced scheduler: posted
-  // here when it fits one chunk, SendScheduler::sendWhole): no enqueue time read.
+  // at_once: handed out in this pass (idle, unpaced scheduler: posted here when
+  // it fits one chunk, SendScheduler::sendWhole): no enqueue time read.
   void startSend(Submission& s, bool at_once = false);
   // A send that never reached the engine's tables: queues its completion with st.
   void failSend(Submission& s, Status st);
@@ -174,23 +178,19 @@ class ContextImpl : public BackendEvents {
   void confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len);
   // True when (offset, bytes) is exactly a chunk of `op` already handed out.
   bool ackNamesAChunk(const SendOp& op, uint64_t offset, uint64_t bytes) const;
-  // Releases a payload the core drops, after this pass's control messages
-  // (see release_after_ctrl_); null or in-place payloads need nothing.
+  // Releases a dropped payload after this pass's control messages (release_after_ctrl_).
   void releaseLater(void* desc);
   void failExpect(uint64_t id, const Status& s);
   // Offers a new expect's buffer to its peer (Backend::advertise; recv_path.cc);
   // an advert counts as a pending receive until onAdvertDone.
   void advertise(RecvOp& r, uint64_t id);
-  // An advert that a canceled expect `id` still held took the whole tensor
-  // (the peer sent it before the withdrawal arrived): a later expect of the
-  // same key and size, if any, gets a copy of it (recv_path.cc).
+  // An advert a canceled expect `id` still held took the whole tensor (sent before the
+  // withdrawal arrived): a later expect of that key and size gets a copy (recv_path.cc).
   void handOver(uint64_t id);
   // The lost_ batch handleLostPeers() is failing (core_mu_; empty otherwise).
   std::vector<std::pair<uint32_t, Status>> dying_;
-  // A backend may fail an operation on a dying peer before that peer's
-  // onPeerError is drained (UCX: a CMA get from a killed process reports the
-  // endpoint, then the get; a post on an endpoint UCX saw fail): the
-  // operation then fails with the peer-lost status, not the raw error.
+  // An op a backend fails on a dying peer before its onPeerError is drained (UCX:
+  // a CMA get from a killed process; a post on a failed endpoint) fails as peer lost.
   Status lostOr(uint32_t peer, const Status& s);
   void dropStash(const PeerKey& key);
   void unstash(uint32_t peer, const std::deque<Stashed>& q);  // Peer::stashed_bytes -= theirs

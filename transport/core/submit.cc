@@ -10,31 +10,85 @@ OpHandle ContextImpl::newHandle(uint64_t id) {
   return std::make_shared<Op>(pump_fn_, id);
 }
 
-Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const void* buf, size_t len,
-                                   std::optional<Priority> prio, Completion cb) {
+Result<Priority> ContextImpl::checkSend(const TensorKey& key, const void* buf, size_t len,
+                                        std::optional<Priority> prio) {
   if (buf == nullptr && len > 0) {
     return Status(StatusCode::kInvalidArgument,
                   "send: null buffer with " + std::to_string(len) + " bytes");
   }
   if (len > (size_t{1} << 48)) return Status(StatusCode::kInvalidArgument, "send: size too large");
-  Priority p = opts_.default_priority;
-  if (prio) {
-    p = *prio;
-  } else if (opts_.hints) {
-    if (auto h = opts_.hints->priorityOf(key)) p = *h;
+  if (prio) return *prio;
+  if (opts_.hints) {
+    if (auto h = opts_.hints->priorityOf(key)) return *h;
   }
-  if (queued_sends_.fetch_add(1) >= opts_.max_queued) {
-    queued_sends_.fetch_sub(1);
+  return opts_.default_priority;
+}
+
+Status ContextImpl::reserveSends(size_t n) {
+  if (queued_sends_.fetch_add(n) + n > opts_.max_queued) {
+    queued_sends_.fetch_sub(n);
     return Status(StatusCode::kNoResource,
                   "send queue limit of " + std::to_string(opts_.max_queued) + " sends reached");
   }
+  return Status::ok();
+}
+
+Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const void* buf, size_t len,
+                                   std::optional<Priority> prio, Completion cb) {
+  Result<Priority> p = checkSend(key, buf, len, prio);
+  if (!p) return p.status();
+  if (Status st = reserveSends(1); !st) return st;
   uint64_t id = next_id_++;
   char* src = const_cast<char*>(static_cast<const char*>(buf));
   OpHandle h;  // written by handleOf() before submit() returns
-  Submission s{true, id, peer, key, src, len, p, std::move(cb), nullptr, &h};
+  Submission s{true, id, peer, key, src, len, p.value(), std::move(cb), nullptr, &h};
   submit(s);
   assert(h);
   return h;
+}
+
+Result<std::vector<OpHandle>> ContextImpl::sendBatch(uint32_t peer, std::vector<SendItem>& items) {
+  std::vector<Priority> prios;
+  prios.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const SendItem& it = items[i];
+    Result<Priority> p = checkSend(it.tensor, it.buf, it.len, it.priority);
+    if (!p) {
+      return Status(p.status().code(),
+                    "item " + std::to_string(i) + " of the batch: " + p.status().message());
+    }
+    prios.push_back(p.value());
+  }
+  if (Status st = reserveSends(items.size()); !st) return st;
+  std::vector<OpHandle> handles(items.size());  // written by handleOf()
+  std::vector<Submission> subs;
+  subs.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    SendItem& it = items[i];
+    char* src = const_cast<char*>(static_cast<const char*>(it.buf));
+    subs.push_back(Submission{true, next_id_++, peer, std::move(it.tensor), src, it.len, prios[i],
+                              std::move(it.completion), nullptr, &handles[i]});
+  }
+  // All of them enter the scheduler in one pass (here, or in the drain of the
+  // progress thread's next pass) before it hands out a chunk.
+  std::unique_lock<std::mutex> lock(core_mu_, std::defer_lock);
+  if (!opts_.progress_thread && lock.try_lock()) {
+    if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
+    const bool idle = posts_from_send_ && sched_->knownOps() == 0;
+    for (auto& s : subs) startSend(s);
+    if (idle) pump();  // as startNow(): into an idle scheduler the first chunk leaves now
+  } else {
+    for (auto& s : subs) {
+      handleOf(s);
+      s.user = nullptr;
+    }
+    std::lock_guard<std::mutex> l(sub_mu_);
+    for (auto& s : subs) subs_.push_back(std::move(s));
+    sub_pending_.store(true, std::memory_order_release);
+  }
+  if (lock.owns_lock()) lock.unlock();
+  wakeSleepers();
+  return handles;
 }
 
 Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* dst, size_t len,

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tictac/transport/status.h"
 #include "tictac/transport/types.h"
@@ -28,6 +29,15 @@
 namespace tictac::transport {
 
 class ContextImpl;
+
+// One tensor of Channel::sendBatch(): send()'s arguments.
+struct SendItem {
+  TensorKey tensor;
+  const void* buf = nullptr;
+  size_t len = 0;
+  std::optional<Priority> priority;
+  Completion completion;
+};
 
 class Channel {
  public:
@@ -41,6 +51,17 @@ class Channel {
   Result<OpHandle> send(const TensorKey& tensor, const void* buf, size_t len,
                         std::optional<Priority> priority = std::nullopt,
                         Completion completion = {});
+
+  // Queues several tensors as one submission: the scheduler holds all of them
+  // before any of their chunks leaves, so they go out by priority whatever
+  // their order in `items`. (A loop of send() does not promise that: the
+  // first tensor may be on the wire, posted at once into an idle scheduler or
+  // started by the progress thread, before the last one is queued.) Returns
+  // the handles in the items' order. All or nothing: when any item has a
+  // synchronous error of send() (the message names the item's index) or the
+  // batch does not fit under options.max_queued, none is queued and no
+  // completion runs. Each item's completion then follows send()'s contract.
+  Result<std::vector<OpHandle>> sendBatch(std::vector<SendItem> items);
 
   // Posts the destination of (id, iteration). Completes kOk when all bytes
   // arrived, kSizeMismatch when the sender's size differs from `len`.
