@@ -1,5 +1,9 @@
 // bridge/capi.cc: the C ABI (tictac/tictac.h) over the C++ transport API.
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -191,29 +195,42 @@ int tictac_send(tictac_channel_t* ch, uint64_t id, uint32_t iteration, const cha
 
 int tictac_send_batch(tictac_channel_t* ch, const tictac_send_item_t* items, size_t n,
                       size_t item_size, tictac_op_t** outs) {
+  // The first layout's size; a newer header may only append fields.
+  constexpr size_t kItemV1 = offsetof(tictac_send_item_t, arg) + sizeof(void*);
   if (ch == nullptr) return badArg("channel is NULL");
   if (items == nullptr && n > 0) return badArg("items is NULL");
-  if (item_size < sizeof(tictac_send_item_t)) return badArg("item_size is too small");
-  std::vector<SendItem> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    const auto& it = *reinterpret_cast<const tictac_send_item_t*>(
-        reinterpret_cast<const char*>(items) + i * item_size);
-    if (it.priority > static_cast<int64_t>(UINT32_MAX)) {
-      return fail(Status(StatusCode::kInvalidArgument,
-                         "item " + std::to_string(i) + ": priority exceeds 32 bits"));
+  if (item_size < kItemV1 || item_size > sizeof(tictac_send_item_t)) {
+    return badArg("item_size is not sizeof(tictac_send_item_t)");
+  }
+  if (n > SIZE_MAX / item_size) return badArg("too many items");
+  try {
+    std::vector<SendItem> v(n);
+    std::vector<std::unique_ptr<tictac_op>> made(outs != nullptr ? n : 0);
+    for (auto& m : made) m = std::make_unique<tictac_op>();
+    for (size_t i = 0; i < n; ++i) {
+      tictac_send_item_t it{};  // a copy: the caller's stride need not align it
+      std::memcpy(&it, reinterpret_cast<const char*>(items) + i * item_size, item_size);
+      if (it.priority > static_cast<int64_t>(UINT32_MAX)) {
+        return fail(
+            Status(StatusCode::kInvalidArgument,
+                   "item " + std::to_string(i) + " of the batch: priority exceeds 32 bits"));
+      }
+      v[i].tensor = {it.id, it.iteration, it.name ? it.name : ""};
+      v[i].buf = it.buf;
+      v[i].len = it.len;
+      if (it.priority >= 0) v[i].priority = static_cast<Priority>(it.priority);
+      v[i].completion = wrap(it.cb, it.arg);
     }
-    v[i].tensor = {it.id, it.iteration, it.name ? it.name : ""};
-    v[i].buf = it.buf;
-    v[i].len = it.len;
-    if (it.priority >= 0) v[i].priority = static_cast<Priority>(it.priority);
-    v[i].completion = wrap(it.cb, it.arg);
+    auto r = ch->ch->sendBatch(std::move(v));
+    if (!r) return fail(r.status());
+    for (size_t i = 0; i < made.size(); ++i) {  // nothing here throws: none is lost
+      made[i]->op = r.value()[i];
+      outs[i] = made[i].release();
+    }
+    return TICTAC_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(Status(StatusCode::kNoResource, "no memory for a batch of " + std::to_string(n)));
   }
-  auto r = ch->ch->sendBatch(std::move(v));
-  if (!r) return fail(r.status());
-  if (outs != nullptr) {
-    for (size_t i = 0; i < n; ++i) outs[i] = new tictac_op{r.value()[i]};
-  }
-  return TICTAC_OK;
 }
 
 int tictac_expect(tictac_channel_t* ch, uint64_t id, uint32_t iteration, void* dst, size_t len,

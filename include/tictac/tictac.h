@@ -148,10 +148,13 @@ typedef struct tictac_send_item {
 /* Queues n tensors as one submission: the scheduler holds all of them before
  * any chunk leaves, so they go out by priority, not by their order here (a
  * loop of tictac_send() may start the first before the last is queued).
- * item_size: sizeof(tictac_send_item_t) (the array's stride; a smaller one is
- * TICTAC_INVALID_ARGUMENT). All or nothing: on an error none is queued and no
- * callback runs. outs (if non-NULL, n entries) receives the handles, in the
- * items' order, each to release. */
+ * item_size: sizeof(tictac_send_item_t) as the caller's header has it (the
+ * array's stride); the library takes its own layout and older, shorter ones,
+ * anything else is TICTAC_INVALID_ARGUMENT. All or nothing, as
+ * Channel::sendBatch: on an error none is queued, no callback runs and outs
+ * is untouched (a batch larger than max_queued: TICTAC_INVALID_ARGUMENT; one
+ * that does not fit now: TICTAC_NO_RESOURCE). outs (if non-NULL, n entries)
+ * receives the handles, in the items' order, each to release. */
 int tictac_send_batch(tictac_channel_t* ch, const tictac_send_item_t* items, size_t n,
                       size_t item_size, tictac_op_t** outs);
 int tictac_expect(tictac_channel_t* ch, uint64_t id, uint32_t iteration, void* dst, size_t len,

@@ -76,6 +76,20 @@ class Op:
             self._h = None
 
 
+def _batch_item(item):
+    """send()'s keywords of one send_batch() item (a tuple or a dict)."""
+    keys = ("tensor_id", "buf", "priority", "on_done")
+    if isinstance(item, dict):
+        unknown = set(item) - set(keys) - {"name"}
+        if unknown or not {"tensor_id", "buf"} <= set(item):
+            raise TypeError(f"a dict item needs tensor_id and buf, and takes {keys[2:]} "
+                            f"and name (got {sorted(item)})")
+        return item
+    if not isinstance(item, (tuple, list)) or not 2 <= len(item) <= 4:
+        raise TypeError("an item is (tensor_id, buf[, priority[, on_done]]) or a dict")
+    return dict(zip(keys, item))
+
+
 class Channel(_Handle):
     """A connection to one peer: send(), expect(), cancel(), close()."""
 
@@ -117,26 +131,30 @@ class Channel(_Handle):
     def send_batch(self, items, iteration=0):
         """Sends several tensors as one submission: they leave by priority, not
         by their order in items (a loop of send() may start the first before the
-        last is queued). items: tuples (tensor_id, buf[, priority[, on_done]]),
-        as send()'s arguments. All or nothing: an error raises and sends none.
+        last is queued). Each item is a tuple (tensor_id, buf[, priority[,
+        on_done]]) or a dict of send()'s keywords (tensor_id, buf, priority,
+        name, on_done). All or nothing: an error raises and sends none.
         Returns the Ops in the items' order."""
         it = _int(iteration, "iteration", 32)
         items = list(items)
         arr = (_capi.SendItem * max(1, len(items)))()
         tokens, entries = [], []
         for i, item in enumerate(items):
-            if not isinstance(item, (tuple, list)) or not 2 <= len(item) <= 4:
-                raise ValueError(f"tictac: batch item {i} must be (tensor_id, buf[, priority"
-                                 "[, on_done]])")
-            tid, buf = _int(item[0], "tensor_id", 64), item[1]
-            prio = item[2] if len(item) > 2 and item[2] is not None else -1
-            if not -1 <= int(prio) < (1 << 32):
-                raise ValueError(f"tictac: batch item {i}: priority must be None or in [0, 2**32)")
-            addr, n, keep = _buffer(buf, False)
+            try:
+                kw = _batch_item(item)
+                tid = _int(kw["tensor_id"], "tensor_id", 64)
+                prio = -1 if kw.get("priority") is None else int(kw["priority"])
+                if not -1 <= prio < (1 << 32):
+                    raise ValueError("tictac: priority must be None or in [0, 2**32)")
+                addr, n, keep = _buffer(kw["buf"], False)
+                name = _enc(kw.get("name"), "name")
+            except (TypeError, ValueError) as e:
+                why = str(e).removeprefix("tictac: ")
+                raise type(e)(f"tictac: batch item {i}: {why}") from None
             token = next(_next_token)
-            arr[i] = _capi.SendItem(tid, it, None, addr, n, int(prio), _trampoline, token)
+            arr[i] = _capi.SendItem(tid, it, name, addr, n, prio, _trampoline, token)
             tokens.append(token)
-            entries.append((keep, item[3] if len(item) > 3 else None))
+            entries.append((keep, kw.get("on_done")))
         outs = (ctypes.c_void_p * max(1, len(items)))()
 
         def post(h):

@@ -132,6 +132,7 @@ static void batch(tictac_channel_t* ab, tictac_channel_t* ba) {
   const size_t n = 100000;
   unsigned char* src = malloc(N * n);
   unsigned char* dst = calloc(N * n, 1);
+  CHECK(src != NULL && dst != NULL, "batch buffers");
   int cb[N] = {0};
   tictac_send_item_t items[N];
   tictac_op_t *e[N], *s[N];
@@ -149,6 +150,8 @@ static void batch(tictac_channel_t* ab, tictac_channel_t* ba) {
   items[2].buf = src + 2 * n;
   CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]) - 1, s) == TICTAC_INVALID_ARGUMENT,
         "short item_size");
+  CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]) + 8, s) == TICTAC_INVALID_ARGUMENT,
+        "item_size of a newer header");
   CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]), s) == TICTAC_OK, "batch");
   for (int i = 0; i < N; ++i) {
     CHECK(tictac_op_wait(s[i], 30000) == TICTAC_OK, "batch send %d", i);

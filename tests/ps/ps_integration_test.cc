@@ -15,6 +15,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "tests/sched/tool_test_util.h"
 
 namespace {
 
@@ -157,8 +158,8 @@ TEST(PsIntegration, BadNumbersExit2WithAShortLine) {
 // and took --timeout without a word): exit 1 with a line naming it.
 TEST(PsIntegration, RoleGivesUpAfterTimeout) {
   const std::string cmd = "timeout 60 " + std::string(TICTAC_BUILD_ROOT) + "/tools/tictac-ps " +
-                          TICTAC_SOURCE_ROOT +
-                          "/data/graphs/tiny.json --role ps --port 18790 --timeout 1 2>&1";
+                          TICTAC_SOURCE_ROOT + "/data/graphs/tiny.json --role ps --port " +
+                          std::to_string(tictac::sched::testing::freePort()) + " --timeout 1 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string err;

@@ -123,7 +123,7 @@ int runServer(const Job& job, uint32_t rank) {
     }
     sent[r].push_back(s.value());
   };
-  // One batch a worker: the scheduler orders the whole iteration, however
+  // One batch a worker: the scheduler orders that worker's iteration, however
   // late this thread posts its last tensor (a loop of send() may let the
   // progress thread start the first ones before the more urgent are queued).
   auto sendAll = [&](uint32_t k) {

@@ -1,5 +1,6 @@
 // Entry points that any thread may call (send, expect, cancel) and the
 // draining of their submissions into the core (progress context).
+#include <algorithm>
 #include <cassert>
 
 #include "transport/core/context_impl.h"
@@ -25,11 +26,15 @@ Result<Priority> ContextImpl::checkSend(const TensorKey& key, const void* buf, s
 }
 
 Status ContextImpl::reserveSends(size_t n) {
-  if (queued_sends_.fetch_add(n) + n > opts_.max_queued) {
-    queued_sends_.fetch_sub(n);
-    return Status(StatusCode::kNoResource,
-                  "send queue limit of " + std::to_string(opts_.max_queued) + " sends reached");
-  }
+  // A compare-exchange: a batch refused here never holds slots another
+  // thread's send() would have fitted into.
+  size_t cur = queued_sends_.load();
+  do {
+    if (n > opts_.max_queued - std::min(cur, opts_.max_queued)) {
+      return Status(StatusCode::kNoResource,
+                    "send queue limit of " + std::to_string(opts_.max_queued) + " sends reached");
+    }
+  } while (!queued_sends_.compare_exchange_weak(cur, cur + n));
   return Status::ok();
 }
 
@@ -48,27 +53,29 @@ Result<OpHandle> ContextImpl::send(uint32_t peer, const TensorKey& key, const vo
 }
 
 Result<std::vector<OpHandle>> ContextImpl::sendBatch(uint32_t peer, std::vector<SendItem>& items) {
-  std::vector<Priority> prios;
-  prios.reserve(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    const SendItem& it = items[i];
+  const size_t n = items.size();
+  if (n == 0) return std::vector<OpHandle>{};
+  if (n > opts_.max_queued) {
+    return Status(StatusCode::kInvalidArgument, "a batch of " + std::to_string(n) +
+                                                    " sends exceeds max_queued (" +
+                                                    std::to_string(opts_.max_queued) + ")");
+  }
+  std::vector<OpHandle> handles(n);  // written by handleOf()
+  std::vector<Submission> subs;
+  subs.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    SendItem& it = items[i];
     Result<Priority> p = checkSend(it.tensor, it.buf, it.len, it.priority);
     if (!p) {
       return Status(p.status().code(),
                     "item " + std::to_string(i) + " of the batch: " + p.status().message());
     }
-    prios.push_back(p.value());
-  }
-  if (Status st = reserveSends(items.size()); !st) return st;
-  std::vector<OpHandle> handles(items.size());  // written by handleOf()
-  std::vector<Submission> subs;
-  subs.reserve(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    SendItem& it = items[i];
     char* src = const_cast<char*>(static_cast<const char*>(it.buf));
-    subs.push_back(Submission{true, next_id_++, peer, std::move(it.tensor), src, it.len, prios[i],
+    subs.push_back(Submission{true, 0, peer, std::move(it.tensor), src, it.len, p.value(),
                               std::move(it.completion), nullptr, &handles[i]});
   }
+  if (Status st = reserveSends(n); !st) return st;  // last: nothing above holds a slot
+  for (auto& s : subs) s.id = next_id_++;
   // All of them enter the scheduler in one pass (here, or in the drain of the
   // progress thread's next pass) before it hands out a chunk.
   std::unique_lock<std::mutex> lock(core_mu_, std::defer_lock);

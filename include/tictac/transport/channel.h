@@ -57,10 +57,13 @@ class Channel {
   // their order in `items`. (A loop of send() does not promise that: the
   // first tensor may be on the wire, posted at once into an idle scheduler or
   // started by the progress thread, before the last one is queued.) Returns
-  // the handles in the items' order. All or nothing: when any item has a
-  // synchronous error of send() (the message names the item's index) or the
-  // batch does not fit under options.max_queued, none is queued and no
-  // completion runs. Each item's completion then follows send()'s contract.
+  // the handles in the items' order. All or nothing: none is queued and no
+  // completion runs when any item has a synchronous error of send()
+  // (kInvalidArgument naming the item's index), when the batch is larger
+  // than options.max_queued (kInvalidArgument: it never fits), or when it
+  // does not fit now (kNoResource: retry after completions). Each item then
+  // completes as its send() would: a tensor twice in one batch, for one,
+  // fails the second through its completion. An empty batch is no error.
   Result<std::vector<OpHandle>> sendBatch(std::vector<SendItem> items);
 
   // Posts the destination of (id, iteration). Completes kOk when all bytes
