@@ -1,8 +1,8 @@
 /* tests/c/c_api_test.c: the C ABI from C, using only tictac/tictac.h.
  * Two contexts in this process (UCX_TLS from argv[1], default "tcp"): accept
  * runs on a pthread, then tensors of several sizes go a -> b and are checked
- * byte for byte, and as one batch (tictac_send_batch); a size mismatch must fail on both sides with
- * TICTAC_SIZE_MISMATCH; callbacks must fire exactly once. Ordering-hint
+ * byte for byte, then as one batch (tictac_send_batch); a size mismatch must
+ * fail on both sides with TICTAC_SIZE_MISMATCH; callbacks must fire exactly once. Ordering-hint
  * options: an unreadable or malformed graph or hints file fails context
  * creation with a code and a message; a caller built against the older,
  * shorter tictac_options_t (struct_size without the hint fields) still works.
@@ -11,7 +11,8 @@
  * (tictac_arm() then 1, tictac_event_fd() a valid fd); a progress thread
  * makes tictac_arm() 0. progress_cpus: a malformed CPU list fails creation
  * with TICTAC_INVALID_ARGUMENT naming it; an older struct_size ignores it.
- * Exit 0 = pass. */
+ * c_api_more.c: tictac_send_batch(), and max_unexpected_bytes (an older
+ * struct_size ignores it too). Exit 0 = pass. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,55 +20,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "c_test.h"
 #include "tictac/tictac.h"
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, " (%s)\n", tictac_last_error());     \
-      exit(1);                                             \
-    }                                                      \
-  } while (0)
-
-struct accept_arg {
-  tictac_listener_t* listener;
-  tictac_channel_t* channel;
-  int rc;
-};
-
-static void* do_accept(void* p) {
-  struct accept_arg* a = (struct accept_arg*)p;
-  a->rc = tictac_accept(a->listener, 20000, &a->channel);
-  return NULL;
-}
-
-/* a listens (port 0), b connects: *ab is a's channel to b, *ba b's to a. */
-static void pair_up(tictac_context_t* a, tictac_context_t* b, tictac_listener_t** l,
-                    tictac_channel_t** ab, tictac_channel_t** ba) {
-  CHECK(tictac_listen(a, 0, l) == TICTAC_OK, "listen");
-  struct accept_arg acc = {*l, NULL, -1};
-  pthread_t t;
-  pthread_create(&t, NULL, do_accept, &acc);
-  CHECK(tictac_connect(b, "127.0.0.1", tictac_listener_port(*l), ba) == TICTAC_OK, "connect");
-  pthread_join(t, NULL);
-  CHECK(acc.rc == TICTAC_OK, "accept");
-  *ab = acc.channel;
-}
-
 static int fired[64];
-static void on_done(void* arg, int status) {
-  int* slot = (int*)arg;
-  (*slot)++;
-  (void)status;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Two contexts without a progress thread, driven by tictac_progress_wait(). */
 static void caller_driven(const tictac_options_t* base) {
@@ -124,48 +80,6 @@ static void caller_driven(const tictac_options_t* base) {
   tictac_context_destroy(b);
 }
 
-/* tictac_send_batch(): a bad item or item_size fails the whole batch (no
- * callback, no id left "being sent"); then the same items all arrive intact,
- * each callback fires once, and the handles come back in the items' order. */
-static void batch(tictac_channel_t* ab, tictac_channel_t* ba) {
-  enum { N = 4 };
-  const size_t n = 100000;
-  unsigned char* src = malloc(N * n);
-  unsigned char* dst = calloc(N * n, 1);
-  CHECK(src != NULL && dst != NULL, "batch buffers");
-  int cb[N] = {0};
-  tictac_send_item_t items[N];
-  tictac_op_t *e[N], *s[N];
-  memset(items, 0, sizeof(items));
-  for (int i = 0; i < N; ++i) {
-    for (size_t k = 0; k < n; ++k) src[i * n + k] = (unsigned char)(k * 3 + i);
-    CHECK(tictac_expect(ba, 700 + i, 0, dst + i * n, n, NULL, NULL, &e[i]) == TICTAC_OK, "expect");
-    tictac_send_item_t it = {700 + i, 0, "b", src + i * n, n, N - i, on_done, &cb[i]};
-    items[i] = it;
-  }
-  items[2].buf = NULL;
-  CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]), s) == TICTAC_INVALID_ARGUMENT,
-        "bad item");
-  CHECK(strstr(tictac_last_error(), "item 2") != NULL, "the error names the item");
-  items[2].buf = src + 2 * n;
-  CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]) - 1, s) == TICTAC_INVALID_ARGUMENT,
-        "short item_size");
-  CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]) + 8, s) == TICTAC_INVALID_ARGUMENT,
-        "item_size of a newer header");
-  CHECK(tictac_send_batch(ab, items, N, sizeof(items[0]), s) == TICTAC_OK, "batch");
-  for (int i = 0; i < N; ++i) {
-    CHECK(tictac_op_wait(s[i], 30000) == TICTAC_OK, "batch send %d", i);
-    CHECK(tictac_op_wait(e[i], 30000) == TICTAC_OK, "batch expect %d", i);
-    CHECK(memcmp(src + i * n, dst + i * n, n) == 0, "batch data %d", i);
-    CHECK(cb[i] == 1, "batch callback %d fired %d times", i, cb[i]);
-    tictac_op_release(s[i]);
-    tictac_op_release(e[i]);
-  }
-  CHECK(tictac_send_batch(ab, NULL, 0, sizeof(items[0]), NULL) == TICTAC_OK, "empty batch");
-  free(src);
-  free(dst);
-}
-
 int main(int argc, char** argv) {
   tictac_options_t opts;
   memset(&opts, 0, sizeof(opts));
@@ -202,7 +116,7 @@ int main(int argc, char** argv) {
     free(src);
     free(dst);
   }
-  batch(ab, ba);
+  check_send_batch(ab, ba);
   char small[10], big[100];
   memset(big, 1, sizeof(big));
   tictac_op_t *e = NULL, *s = NULL;
@@ -236,6 +150,7 @@ int main(int argc, char** argv) {
   tictac_context_destroy(b);
 
   caller_driven(&opts);
+  check_unexpected_limit(&opts);
 
   tictac_options_t h = opts;
   tictac_context_t* c = NULL;
