@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "transport/core/bootstrap.h"
@@ -83,6 +84,10 @@ void PeerMonitor::run() {
   std::vector<pollfd> fds;
   std::vector<uint32_t> peers;
   for (;;) {
+    // Wakes at the next heartbeat or at the first link's deadline, whichever
+    // is sooner: a silent peer is declared lost `timeout` after its last
+    // frame, not up to an interval later.
+    auto wake_at = Clock::time_point::max();
     closeRemoved();
     std::vector<std::pair<uint32_t, Status>> lost;
     bool beat = false;
@@ -100,6 +105,7 @@ void PeerMonitor::run() {
               peer, Status(StatusCode::kPeerLost, "no heartbeat from peer for " +
                                                       std::to_string(timeout_.count()) + " ms"));
         }
+        wake_at = std::min(wake_at, link.last_seen + timeout_ + std::chrono::milliseconds(1));
         fds.push_back(pollfd{link.fd, POLLIN, 0});
         peers.push_back(peer);
       }
@@ -111,7 +117,8 @@ void PeerMonitor::run() {
       Status s = bs::sendFrame(fds[i].fd, bs::FrameType::kHeartbeat, {});
       if (!s) lost.emplace_back(peers[i - 1], s);
     }
-    auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
+    wake_at = std::min(wake_at, next_beat);
+    auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - Clock::now());
     if (lost.empty()) {
       ::poll(fds.data(), fds.size(), static_cast<int>(std::max<long>(1, wait_ms.count())));
     }
