@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <new>
 #include <string>
@@ -203,34 +204,35 @@ int tictac_send_batch(tictac_channel_t* ch, const tictac_send_item_t* items, siz
     return badArg("item_size is not sizeof(tictac_send_item_t)");
   }
   if (n > SIZE_MAX / item_size) return badArg("too many items");
+  std::vector<SendItem> v;
+  std::vector<std::unique_ptr<tictac_op>> made;  // the handles, made before anything is queued
   try {
-    std::vector<SendItem> v(n);
-    std::vector<std::unique_ptr<tictac_op>> made(outs != nullptr ? n : 0);
+    v.resize(n);
+    made.resize(outs != nullptr ? n : 0);
     for (auto& m : made) m = std::make_unique<tictac_op>();
-    for (size_t i = 0; i < n; ++i) {
-      tictac_send_item_t it{};  // a copy: the caller's stride need not align it
-      std::memcpy(&it, reinterpret_cast<const char*>(items) + i * item_size, item_size);
-      if (it.priority > static_cast<int64_t>(UINT32_MAX)) {
-        return fail(
-            Status(StatusCode::kInvalidArgument,
-                   "item " + std::to_string(i) + " of the batch: priority exceeds 32 bits"));
-      }
-      v[i].tensor = {it.id, it.iteration, it.name ? it.name : ""};
-      v[i].buf = it.buf;
-      v[i].len = it.len;
-      if (it.priority >= 0) v[i].priority = static_cast<Priority>(it.priority);
-      v[i].completion = wrap(it.cb, it.arg);
-    }
-    auto r = ch->ch->sendBatch(std::move(v));
-    if (!r) return fail(r.status());
-    for (size_t i = 0; i < made.size(); ++i) {  // nothing here throws: none is lost
-      made[i]->op = r.value()[i];
-      outs[i] = made[i].release();
-    }
-    return TICTAC_OK;
-  } catch (const std::bad_alloc&) {
+  } catch (const std::exception&) {  // bad_alloc, length_error: before anything is queued
     return fail(Status(StatusCode::kNoResource, "no memory for a batch of " + std::to_string(n)));
   }
+  for (size_t i = 0; i < n; ++i) {
+    tictac_send_item_t it{};  // a copy: the caller's stride need not align it
+    std::memcpy(&it, reinterpret_cast<const char*>(items) + i * item_size, item_size);
+    if (it.priority > static_cast<int64_t>(UINT32_MAX)) {
+      return fail(Status(StatusCode::kInvalidArgument,
+                         "item " + std::to_string(i) + " of the batch: priority exceeds 32 bits"));
+    }
+    v[i].tensor = {it.id, it.iteration, it.name ? it.name : ""};
+    v[i].buf = it.buf;
+    v[i].len = it.len;
+    if (it.priority >= 0) v[i].priority = static_cast<Priority>(it.priority);
+    v[i].completion = wrap(it.cb, it.arg);
+  }
+  auto r = ch->ch->sendBatch(std::move(v));
+  if (!r) return fail(r.status());
+  for (size_t i = 0; i < made.size(); ++i) {  // nothing here throws: none is lost
+    made[i]->op = r.value()[i];
+    outs[i] = made[i].release();
+  }
+  return TICTAC_OK;
 }
 
 int tictac_expect(tictac_channel_t* ch, uint64_t id, uint32_t iteration, void* dst, size_t len,

@@ -53,7 +53,7 @@ typedef struct tictac_options {
   size_t window_bytes;
   double rate_gbps;
   size_t max_queued;
-  uint32_t peer_timeout_ms;
+  uint32_t peer_timeout_ms; /* 0: 3000; at least 1000 (two heartbeats), at most 86400000 */
   /* Ordering hints for sends without a priority (priority < 0), so a framework
    * need not compute priorities itself. At most one of the two sources:
    *   hints_tsv: tictac-analyze output (name<TAB>priority lines), matched by

@@ -52,7 +52,8 @@ void check_send_batch(tictac_channel_t* ab, tictac_channel_t* ba) {
 /* a's limit is 1 byte (max_unexpected_bytes, with the given struct_size);
  * b sends a's tensor 1 (4 KiB, eager) before a expects it. With the limit,
  * a's pending expect of another tensor fails TICTAC_PEER_LOST; without it,
- * that expect stays pending and tensor 1 arrives intact once expected. */
+ * that expect stays pending, a fence tensor arrives after tensor 1, and
+ * tensor 1 lands intact once expected. */
 static void early_tensor(const tictac_options_t* base, size_t struct_size, int limited) {
   tictac_options_t o = *base;
   o.progress_thread = 1;
@@ -72,7 +73,16 @@ static void early_tensor(const tictac_options_t* base, size_t struct_size, int l
   if (limited) {
     CHECK(tictac_op_wait(pending, 30000) == TICTAC_PEER_LOST, "max_unexpected_bytes of 1 applies");
   } else {
-    CHECK(tictac_op_wait(pending, 1000) == TICTAC_TIMEOUT,
+    /* A fence: tensor 2 (8 bytes, less urgent, so it leaves after tensor 1)
+     * arriving proves that tensor 1 came before its expect. */
+    char f_src[8] = {0}, f_dst[8];
+    tictac_op_t *fs = NULL, *fe = NULL;
+    CHECK(tictac_send(ba, 2, 0, NULL, f_src, 8, 1, NULL, NULL, &fs) == TICTAC_OK, "fence");
+    CHECK(tictac_expect(ab, 2, 0, f_dst, 8, NULL, NULL, &fe) == TICTAC_OK, "fence expect");
+    CHECK(tictac_op_wait(fe, 30000) == TICTAC_OK, "the fence arrives under no limit");
+    tictac_op_release(fs);
+    tictac_op_release(fe);
+    CHECK(tictac_op_wait(pending, 500) == TICTAC_TIMEOUT,
           "an older struct_size ignores max_unexpected_bytes");
     CHECK(tictac_expect(ab, 1, 0, dst, sizeof(dst), NULL, NULL, &e) == TICTAC_OK, "expect");
     CHECK(tictac_op_wait(e, 30000) == TICTAC_OK && memcmp(src, dst, sizeof(src)) == 0,

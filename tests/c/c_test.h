@@ -36,7 +36,7 @@ static inline void* do_accept(void* p) {
 
 /* a listens (port 0), b connects: *ab is a's channel to b, *ba b's to a. */
 static inline void pair_up(tictac_context_t* a, tictac_context_t* b, tictac_listener_t** l,
-                    tictac_channel_t** ab, tictac_channel_t** ba) {
+                           tictac_channel_t** ab, tictac_channel_t** ba) {
   CHECK(tictac_listen(a, 0, l) == TICTAC_OK, "listen");
   struct accept_arg acc = {*l, NULL, -1};
   pthread_t t;

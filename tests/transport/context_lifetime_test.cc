@@ -4,7 +4,8 @@
 // pass ends, on the thread that ran it, with no abort (joining the progress
 // thread from itself) and no use after free (the ASan pass runs this suite
 // too). Dropped by a user thread while the progress thread runs a callback:
-// the teardown is done when the reset returns.
+// the teardown is done when the reset returns. And the liveness options
+// that create() refuses.
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -110,6 +111,27 @@ TEST_P(ContextLifetimeTest, LastReferenceDroppedInACallbackOfAProgressWithTimeou
 }
 
 TICTAC_INSTANTIATE_BACKENDS(ContextLifetimeTest);
+
+// The liveness knobs are checked before anything is created: a timeout under
+// two heartbeats would lose live peers between beats, huge values overflow.
+TEST(ContextOptionsCheck, LivenessOutOfRangeIsRefusedByName) {
+  struct Case {
+    std::chrono::milliseconds interval, timeout;
+    const char* names;
+  };
+  for (const Case& c : {Case{500ms, 999ms, "peer_timeout of 999 ms must be at least twice"},
+                        Case{500ms, 25h, "peer_timeout of 90000000 ms"},
+                        Case{0ms, 3s, "heartbeat_interval of 0 ms"},
+                        Case{2h, 5h, "heartbeat_interval of 7200000 ms"}}) {
+    ContextOptions o;
+    o.heartbeat_interval = c.interval;
+    o.peer_timeout = c.timeout;
+    auto ctx = Context::create(o);
+    ASSERT_FALSE(ctx) << c.names;
+    EXPECT_EQ(ctx.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(ctx.status().message().find(c.names), std::string::npos) << ctx.status().message();
+  }
+}
 
 }  // namespace
 }  // namespace tictac::transport::test

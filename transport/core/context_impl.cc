@@ -29,7 +29,28 @@ bool ContextImpl::inCallbacks() {
 
 ContextImpl::ContextImpl(const ContextOptions& options) : opts_(options) {}
 
+namespace {
+// The bootstrap liveness knobs: a timeout under two heartbeats loses live
+// peers between beats, and past a day (an interval past an hour) the clock
+// arithmetic of the monitor overflows.
+Status checkLiveness(const ContextOptions& o) {
+  using std::chrono::hours, std::chrono::milliseconds;
+  const auto ms = [](milliseconds d) { return std::to_string(d.count()) + " ms"; };
+  if (o.heartbeat_interval < milliseconds(1) || o.heartbeat_interval > hours(1)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "heartbeat_interval of " + ms(o.heartbeat_interval) + " is outside 1 ms..1 h");
+  }
+  if (o.peer_timeout < 2 * o.heartbeat_interval || o.peer_timeout > hours(24)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "peer_timeout of " + ms(o.peer_timeout) + " must be at least twice " +
+                      "heartbeat_interval (" + ms(o.heartbeat_interval) + ") and at most 24 h");
+  }
+  return Status::ok();
+}
+}  // namespace
+
 Result<std::shared_ptr<ContextImpl>> ContextImpl::create(const ContextOptions& options) {
+  if (Status st = checkLiveness(options); !st) return st;
   std::shared_ptr<ContextImpl> c(new ContextImpl(options), &ContextImpl::destroy);
   BackendOptions bo{options.device, options.backend_config};
   auto backend = createBackend(options.backend, bo, c.get());

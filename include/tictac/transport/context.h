@@ -42,8 +42,10 @@ struct ContextOptions {
   std::string progress_cpus = "auto";
   uint64_t job_token = 0;                             // peers with another token are refused
   std::chrono::milliseconds heartbeat_interval{500};  // bootstrap heartbeat period
-  std::chrono::milliseconds peer_timeout{3000};       // silence that declares a peer lost
-  std::chrono::milliseconds connect_timeout{10000};   // connect() retries this long
+  // Silence that declares a peer lost: at least twice heartbeat_interval and
+  // at most 24 h (heartbeat_interval: 1 ms..1 h), else create() fails kInvalidArgument.
+  std::chrono::milliseconds peer_timeout{3000};
+  std::chrono::milliseconds connect_timeout{10000};  // connect() retries this long
   // progress(max_wait): a sleep is cut into slices this long, after each of
   // which it looks for what no fd announces (another thread's progress()
   // passes; other threads' ops and lost peers also wake it at once).
