@@ -112,11 +112,16 @@ int runServer(const Job& job, uint32_t rank) {
   }
   std::vector<std::vector<OpHandle>> sent(g.ops.size());  // per param, last iteration's sends
   std::string err;
-  auto sendParam = [&](OpIndex r, uint32_t k, uint32_t w, const sched::PriorityVector* pv) {
+  // Parameter r of iteration k as a send (explicit priority from pv, if any).
+  auto paramItem = [&](OpIndex r, uint32_t k, const sched::PriorityVector* pv) {
     std::optional<Priority> prio;
     if (pv) prio = (*pv)[r];
     auto& b = pbuf[k % 2][r];
-    auto s = ch[w]->send(TensorKey{r, k, g.ops[r].name}, b.data(), b.size(), prio);
+    return SendItem{TensorKey{r, k, g.ops[r].name}, b.data(), b.size(), prio, {}};
+  };
+  auto sendParam = [&](OpIndex r, uint32_t k, uint32_t w, const sched::PriorityVector* pv) {
+    SendItem it = paramItem(r, k, pv);
+    auto s = ch[w]->send(it.tensor, it.buf, it.len, it.priority);
     if (!s.isOk()) {
       if (err.empty()) err = s.status().toString();
       return;
@@ -131,12 +136,7 @@ int runServer(const Job& job, uint32_t rank) {
       sched::PriorityVector pv;
       if (job.randomOrder()) pv = job.order(w, k);
       std::vector<SendItem> items;
-      for (OpIndex r : mine) {
-        std::optional<Priority> prio;
-        if (job.randomOrder()) prio = pv[r];
-        auto& b = pbuf[k % 2][r];
-        items.push_back({TensorKey{r, k, g.ops[r].name}, b.data(), b.size(), prio, {}});
-      }
+      for (OpIndex r : mine) items.push_back(paramItem(r, k, job.randomOrder() ? &pv : nullptr));
       auto s = ch[w]->sendBatch(std::move(items));
       if (!s.isOk()) {
         err = s.status().toString();

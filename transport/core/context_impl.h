@@ -19,6 +19,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -116,11 +117,12 @@ class ContextImpl : public BackendEvents {
     return s.handle;
   }
   void drainSubmissions();
-  // Caller-driven contexts: starts `s` in the calling thread when the core is
-  // free (after queued submissions, which keep their order); false when the
-  // progress thread or another caller holds it. Chunks leave in the next progress().
+  // Caller-driven contexts: starts `s` here when the core is free (after queued
+  // submissions, which keep their order); false when another thread holds it.
   bool startNow(Submission& s);
-  void submit(Submission& s);  // startNow() or the queue, then wakeSleepers()
+  bool startBatchNow(std::span<Submission> subs);  // the same, all before one pump()
+  void submit(Submission& s);                      // startNow() or the queue, then wakeSleepers()
+  void queueSubmissions(std::span<Submission> subs);  // for the next drain, under one lock
   // send()'s synchronous checks; the op's priority (given, hinted or default).
   Result<Priority> checkSend(const TensorKey& key, const void* buf, size_t len,
                              std::optional<Priority> prio);
@@ -178,8 +180,7 @@ class ContextImpl : public BackendEvents {
   void confirmChunk(uint64_t id, SendOp& op, uint64_t offset, size_t len);
   // True when (offset, bytes) is exactly a chunk of `op` already handed out.
   bool ackNamesAChunk(const SendOp& op, uint64_t offset, uint64_t bytes) const;
-  // Releases a dropped payload after this pass's control messages (release_after_ctrl_).
-  void releaseLater(void* desc);
+  void releaseLater(void* desc);  // a dropped payload, after this pass's control messages
   void failExpect(uint64_t id, const Status& s);
   // Offers a new expect's buffer to its peer (Backend::advertise; recv_path.cc);
   // an advert counts as a pending receive until onAdvertDone.
@@ -187,8 +188,7 @@ class ContextImpl : public BackendEvents {
   // An advert a canceled expect `id` still held took the whole tensor (sent before the
   // withdrawal arrived): a later expect of that key and size gets a copy (recv_path.cc).
   void handOver(uint64_t id);
-  // The lost_ batch handleLostPeers() is failing (core_mu_; empty otherwise).
-  std::vector<std::pair<uint32_t, Status>> dying_;
+  std::vector<std::pair<uint32_t, Status>> dying_;  // lost_ as handleLostPeers() fails it
   // An op a backend fails on a dying peer before its onPeerError is drained (UCX:
   // a CMA get from a killed process; a post on a failed endpoint) fails as peer lost.
   Status lostOr(uint32_t peer, const Status& s);

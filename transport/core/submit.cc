@@ -78,22 +78,7 @@ Result<std::vector<OpHandle>> ContextImpl::sendBatch(uint32_t peer, std::vector<
   for (auto& s : subs) s.id = next_id_++;
   // All of them enter the scheduler in one pass (here, or in the drain of the
   // progress thread's next pass) before it hands out a chunk.
-  std::unique_lock<std::mutex> lock(core_mu_, std::defer_lock);
-  if (!opts_.progress_thread && lock.try_lock()) {
-    if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
-    const bool idle = posts_from_send_ && sched_->knownOps() == 0;
-    for (auto& s : subs) startSend(s);
-    if (idle) pump();  // as startNow(): into an idle scheduler the first chunk leaves now
-  } else {
-    for (auto& s : subs) {
-      handleOf(s);
-      s.user = nullptr;
-    }
-    std::lock_guard<std::mutex> l(sub_mu_);
-    for (auto& s : subs) subs_.push_back(std::move(s));
-    sub_pending_.store(true, std::memory_order_release);
-  }
-  if (lock.owns_lock()) lock.unlock();
+  if (!startBatchNow(subs)) queueSubmissions(subs);
   wakeSleepers();
   return handles;
 }
@@ -113,14 +98,31 @@ Result<OpHandle> ContextImpl::expect(uint32_t peer, const TensorKey& key, void* 
 }
 
 void ContextImpl::submit(Submission& s) {
-  if (!startNow(s)) {
+  if (!startNow(s)) queueSubmissions({&s, 1});
+  wakeSleepers();  // either way the op waits for a pass
+}
+
+void ContextImpl::queueSubmissions(std::span<Submission> subs) {
+  for (auto& s : subs) {
     handleOf(s);
     s.user = nullptr;  // the caller's frame is gone when the queue is drained
-    std::lock_guard<std::mutex> lock(sub_mu_);
-    subs_.push_back(std::move(s));
-    sub_pending_.store(true, std::memory_order_release);
   }
-  wakeSleepers();  // either way the op waits for a pass
+  std::lock_guard<std::mutex> lock(sub_mu_);  // one hold: one drain takes them all
+  for (auto& s : subs) subs_.push_back(std::move(s));
+  sub_pending_.store(true, std::memory_order_release);
+}
+
+bool ContextImpl::startBatchNow(std::span<Submission> subs) {
+  // startNow() for a batch: every op is enqueued before the one pump(), and
+  // none takes the express or whole-send shortcuts.
+  if (opts_.progress_thread) return false;
+  std::unique_lock<std::mutex> lock(core_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  if (sub_pending_.load(std::memory_order_acquire)) drainSubmissions();
+  const bool idle = posts_from_send_ && sched_->knownOps() == 0;
+  for (auto& s : subs) startSend(s);
+  if (idle) pump();  // as startNow(): into an idle scheduler the first chunk leaves now
+  return true;
 }
 
 bool ContextImpl::startNow(Submission& s) {
