@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/transport/backend_helper.h"
+#include "transport/backend.h"
 
 namespace tictac::transport::test {
 
@@ -39,6 +40,17 @@ inline ContextOptions verbsLoOptions() {
     if (!::tictac::transport::test::verbsViable())                     \
       GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
   } while (0)
+
+// Progresses two backends in turn until done() or 10 s pass; done()'s last value.
+template <typename F>
+bool driveBoth(Backend& a, Backend& b, F done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    a.progress();
+    b.progress();
+  }
+  return done();
+}
 
 // Forks a process that listens with `options` on 127.0.0.1, accepts one
 // channel and then only makes progress until killed. Returns its pid (-1 on

@@ -59,7 +59,14 @@ bool VerbsBackend::advertise(PeerId peer, uint32_t iteration, uint64_t tensor, v
   Conn* c = connOf(peer, 0);
   if (c == nullptr || c->dead || !c->connected) return false;
   const uint32_t imm = newImmediate();
-  adverts_out_[imm] = AdvertOut{token, c->qpn, len, AdvTag{tensor, iteration}, false, false};
+  adverts_out_[imm] = AdvertOut{token,
+                                c->qpn,
+                                len,
+                                AdvTag{tensor, iteration},
+                                false,
+                                false,
+                                const_cast<ibv_mr*>(mrOf(region)),
+                                Window{}};
   advert_imm_[token] = imm;
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kAdv);
@@ -85,6 +92,15 @@ void VerbsBackend::releaseAdverts(Conn& c) {
     if (c.dead) break;  // killConn failed them (deferRecord may kill it)
     auto a = adverts_out_.find(w.mh.recv_id);
     if (a == adverts_out_.end()) continue;
+    if (tune_.windows != 0) {  // the kAdv names a window over the buffer alone
+      auto win = bindWindow(c, a->second.mr, w.mh.addr, w.mh.len);
+      if (!win) {  // never sent: it ends here, and the tensor goes the usual way
+        if (!c.dead) finishAdvert(c.qpn, a->first, 0, Status::ok(), false);
+        continue;
+      }
+      a->second.win = win.value();
+      w.mh.rkey = win.value().rkey;
+    }
     a->second.sent = true;
     ++c.adverts_sent;
     deferRecord(c, std::move(w));
@@ -243,9 +259,17 @@ bool VerbsBackend::finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, cons
       adverts_check_ = true;
     }
   }
-  adverts_done_.push_back(AdvertDone{a->second.token, std::min(bytes, a->second.len), st});
-  advert_imm_.erase(a->second.token);
+  const AdvertOut out = a->second;
+  advert_imm_.erase(out.token);
   adverts_out_.erase(a);
+  const uint64_t done = std::min(bytes, out.len);
+  Conn* c = out.win.mw != nullptr && st ? connByQpn(qpn) : nullptr;
+  if (c != nullptr && !c->dead) {  // reported once the window is closed (window.cc)
+    closeWindow(*c, out.win, out.token, done, true, nullptr);
+    return true;
+  }
+  dropWindow(out.win);
+  adverts_done_.push_back(AdvertDone{out.token, done, st});
   return true;
 }
 

@@ -66,6 +66,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
         parseU32(options, "rts_batch", 1, 32, &tune_.rts_batch),
         parseU32(options, "adverts", 0, 1, &tune_.adverts),
         parseU32(options, "advert_batch", 1, 4096, &tune_.advert_batch),
+        parseU32(options, "windows", 0, 1, &tune_.windows),
         parseU32(options, "qp_timeout", 1, 31, &tune_.qp_timeout)}) {
     if (!s) return s;
   }
@@ -84,6 +85,7 @@ Status VerbsBackend::init(const BackendOptions& options) {
   auto dev = Device::open(cfg.value());
   if (!dev) return dev.status();
   dev_ = std::move(dev.value());
+  if (Status s = checkWindows(); !s) return s;
   if (tune_.rndv_nap_us == Tuning::kAuto)
     tune_.rndv_nap_us = dev_->software ? Tuning::kSoftNapUs : 0;
   return Status::ok();
@@ -93,6 +95,7 @@ VerbsBackend::~VerbsBackend() {
   removeUnmapHook(hook_, hook_arg_);
   stats_.print("backend");
   if (!dev_) return;
+  freeWindows();  // before the registrations they are bound to
   for (auto& [qpn, c] : conns_) {
     if (c->qp != nullptr) destroyConn(*c);
   }

@@ -103,6 +103,11 @@ class VerbsBackend final : public Backend {
     size_t adverts_held;  // the peer's adverts accepted and not yet ended (advert.cc)
   };
   std::vector<ClassQpInfo> peerQps(PeerId peer) const;
+  struct HeldAdvert {  // an advert of the peer accepted here: where it lets us write
+    uint64_t addr, len;
+    uint32_t rkey;
+  };
+  std::vector<HeldAdvert> heldAdverts(PeerId peer) const;
   static constexpr size_t kMaxClasses = 8;
 
   // For memory hooks (memory.cc).
@@ -214,6 +219,18 @@ class VerbsBackend final : public Backend {
   // wait or the peer holds fewer than advert_batch of this side's adverts.
   void releaseAdverts(Conn& c);
   unsigned drainChannel();
+  // rkeys scoped per transfer (window.cc, Tuning::windows): the device check,
+  // a window bound on c over (mr, addr, len) (kBind queued), its invalidation
+  // queued (kInval: its completion reports the receive or advert), a kInval's
+  // end, a window given up, the post of a kBind/kInval, and teardown.
+  Status checkWindows() const;
+  Result<Window> bindWindow(Conn& c, ibv_mr* mr, uint64_t addr, size_t len);
+  void closeWindow(Conn& c, Window win, uint64_t token, uint64_t bytes, bool advert, ibv_mr* own);
+  void windowClosed(Work& w, bool invalidated);
+  void dropWindow(Window win);
+  int postWindowWork(Conn& c, Work& w, uint64_t id);
+  void freeWindows();
+  std::vector<Window> free_windows_;  // invalidated, ready to bind again
 
   BackendEvents* events_;
   std::unique_ptr<CmState> cm_;  // cm=rdmacm only; its ids outlive dev_'s PD

@@ -34,8 +34,17 @@ struct AdvTagHash {
   }
 };
 
+// A type-2 memory window (windows=1, window.cc): the rkey a peer is given
+// for one transfer's buffer, bound on that peer's QP and invalidated when the
+// transfer ends.
+struct Window {
+  ibv_mw* mw = nullptr;
+  uint32_t rkey = 0;  // of the current (or last) binding
+};
+
 struct Work {  // one outbound operation, queued or posted
-  enum Kind : uint8_t { kMsg, kWrite } kind = kMsg;
+  // kBind/kInval: a window bound over (bind_mr, raddr, len) / invalidated.
+  enum Kind : uint8_t { kMsg, kWrite, kBind, kInval } kind = kMsg;
   uint32_t qpn = 0;
   uint64_t token = 0;
   bool report = false;     // onSendDone(token) when it completes
@@ -51,6 +60,9 @@ struct Work {  // one outbound operation, queued or posted
   bool zero_copy = false;     // kMsg: payload sent from data (lkey), not copied
   bool after_writes = false;  // kMsg: queued behind the WRITEs (a kAdvEnd)
   ibv_mr* own_mr = nullptr;   // deregistered when the work is done
+  Window win;                 // kBind, kInval
+  ibv_mr* bind_mr = nullptr;  // kBind
+  bool advert_end = false;    // kInval: its end reports an advert (len bytes), else a receive
   int slot = -1;
   uint64_t posted_ns = 0;  // Stats: when it was posted
   uint64_t rts_ns = 0;     // Stats (kCts): when the kRts it answers was polled
@@ -119,6 +131,7 @@ struct RndvRecv {  // a kCts sent; the WRITE WITH IMMEDIATE is awaited
   uint64_t token;
   uint32_t qpn;
   ibv_mr* own_mr;
+  Window win;  // windows=1: the rkey the kCts gave
 };
 struct AdvertOut {  // a kAdv sent; its end (WRITE WITH IMMEDIATE or kAdvEnd) awaited
   uint64_t token;
@@ -126,7 +139,9 @@ struct AdvertOut {  // a kAdv sent; its end (WRITE WITH IMMEDIATE or kAdvEnd) aw
   uint64_t len;
   AdvTag tag;
   bool revoked;
-  bool sent;  // else still in its Conn's adverts_held
+  bool sent;             // else still in its Conn's adverts_held
+  ibv_mr* mr = nullptr;  // the buffer's registration
+  Window win;            // windows=1: bound when the kAdv leaves (releaseAdverts)
 };
 struct Retained {
   bool rndv = false;

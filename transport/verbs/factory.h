@@ -50,6 +50,11 @@
 //                without a per-chunk kRts/kCts handshake; 0 = off (proto.h)
 //   advert_batch adverts held back while the peer holds this many (16,
 //                1..4096; 1 = each leaves at once; tuning.h)
+//   windows      1: rkeys scoped per transfer: registrations get no remote
+//                access, each kCts or advert names a type-2 memory window
+//                over its buffer, invalidated before the receive is reported
+//                done (window.cc); 0 (default): the registration's rkey.
+//                A device without type-2 windows: kUnsupported at creation
 //   cm           how QPs are connected (else TICTAC_VERBS_CM): "tcp" (default:
 //                QP numbers and GIDs in the blob the core's bootstrap carries)
 //                or "rdmacm" (librdmacm: listener on `address`, resolve

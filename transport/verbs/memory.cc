@@ -31,13 +31,16 @@ class VerbsRegion final : public MemoryRegion {
   size_t len_;
 };
 
-// Writable memory gets remote write access (a receive target); read-only
+// Writable memory gets remote write access (a receive target), or with
+// windows=1 only the right to bind memory windows (window.cc: the peer then
+// writes through a window, never through the registration); read-only
 // memory (a const send buffer) is registered for local reads only. Never
 // remote read: the protocol only writes (RDMA WRITE WITH IMMEDIATE), and a
 // peer given one region's rkey could otherwise read all of it.
-ibv_mr* regMr(ibv_pd* pd, const void* addr, size_t len, int* err) {
+ibv_mr* regMr(ibv_pd* pd, const void* addr, size_t len, bool windows, int* err) {
   void* a = const_cast<void*>(addr);
-  ibv_mr* mr = ibv_reg_mr(pd, a, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  const int remote = windows ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_WRITE;
+  ibv_mr* mr = ibv_reg_mr(pd, a, len, IBV_ACCESS_LOCAL_WRITE | remote);
   if (mr == nullptr) mr = ibv_reg_mr(pd, a, len, 0);
   if (mr == nullptr) *err = errno;
   return mr;
@@ -61,7 +64,7 @@ const ibv_mr* mrOf(const MemoryRegion* region) {
 Result<std::unique_ptr<MemoryRegion>> VerbsBackend::registerMemory(const void* addr, size_t len) {
   if (len == 0) return Status(StatusCode::kInvalidArgument, "verbs: registering 0 bytes");
   int err = 0;
-  ibv_mr* mr = regMr(dev_->pd, addr, len, &err);
+  ibv_mr* mr = regMr(dev_->pd, addr, len, tune_.windows != 0, &err);
   if (mr == nullptr) {
     return Status(StatusCode::kIoError,
                   "ibv_reg_mr of " + std::to_string(len) + " bytes: " + std::strerror(err));
@@ -71,7 +74,7 @@ Result<std::unique_ptr<MemoryRegion>> VerbsBackend::registerMemory(const void* a
 
 Result<ibv_mr*> VerbsBackend::regTemp(const void* addr, size_t len) {
   int err = 0;
-  ibv_mr* mr = regMr(dev_->pd, addr, len, &err);
+  ibv_mr* mr = regMr(dev_->pd, addr, len, tune_.windows != 0, &err);
   if (mr == nullptr) {
     return Status(StatusCode::kIoError,
                   "ibv_reg_mr of " + std::to_string(len) + " bytes: " + std::strerror(err));

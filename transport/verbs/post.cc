@@ -173,6 +173,7 @@ void VerbsBackend::flush(Conn& c) {
 }
 
 int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
+  if (w.kind == Work::kBind || w.kind == Work::kInval) return postWindowWork(c, w, id);
   int slot = -1;
   int rc = 0;
   bool inline_ok = false;
@@ -252,6 +253,7 @@ int VerbsBackend::postWork(Conn& c, Work& w, uint64_t id) {
 }
 
 void VerbsBackend::failSendWork(Work& w, const Status& st) {
+  if (w.kind == Work::kInval) windowClosed(w, false);
   if (w.report) sends_done_.emplace_back(w.token, st);
   if (w.fail_send != 0) finishRndvSend(w.fail_send, st);
   if (w.fail_recv != 0) finishRecv(w.fail_recv, st);

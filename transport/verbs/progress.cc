@@ -214,14 +214,16 @@ void VerbsBackend::onSendCompletion(const ibv_wc& wc) {
     if (w.slot >= 0) c->free_slots.push_back(static_cast<uint32_t>(w.slot));
   }
   if (wc.status == IBV_WC_SUCCESS) {
+    if (w.kind == Work::kInval) windowClosed(w, true);
     if (w.report) sends_done_.emplace_back(w.token, Status::ok());
     if (w.own_mr != nullptr) ibv_dereg_mr(w.own_mr);
     freeWork(wc.wr_id);
     return;
   }
-  Status st(StatusCode::kPeerLost, std::string("verbs: ") +
-                                       (w.kind == Work::kWrite ? "RDMA write" : "send") +
-                                       " failed: " + ibv_wc_status_str(wc.status));
+  static constexpr const char* kWhat[] = {"send", "RDMA write", "memory window bind",
+                                          "memory window invalidation"};
+  Status st(StatusCode::kPeerLost,
+            std::string("verbs: ") + kWhat[w.kind] + " failed: " + ibv_wc_status_str(wc.status));
   failSendWork(w, st);
   freeWork(wc.wr_id);
   if (c != nullptr && !c->dead) {

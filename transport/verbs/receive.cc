@@ -28,20 +28,29 @@ Status VerbsBackend::receive(void* desc, void* dst, size_t len, const MemoryRegi
                                               " bytes for a payload of " + std::to_string(r->len)};
   }
   ibv_mr* own = nullptr;
-  uint32_t rkey = 0;
-  if (region != nullptr) {
-    rkey = mrOf(region)->rkey;
-  } else {
+  ibv_mr* mr = region != nullptr ? const_cast<ibv_mr*>(mrOf(region)) : nullptr;
+  if (mr == nullptr) {
     auto m = regTemp(dst, len);
     if (!m) {
       release(owned.release());
       return m.status();
     }
-    own = m.value();
-    rkey = own->rkey;
+    mr = own = m.value();
+  }
+  uint32_t rkey = mr->rkey;
+  Window win;
+  if (tune_.windows != 0) {  // the peer may write dst alone, until the WRITE lands
+    auto w = bindWindow(*c, mr, reinterpret_cast<uintptr_t>(dst), len);
+    if (!w) {
+      if (own != nullptr) ibv_dereg_mr(own);
+      release(owned.release());
+      return w.status();
+    }
+    win = w.value();
+    rkey = win.rkey;
   }
   const uint32_t rid = newImmediate();
-  rrecvs_[rid] = RndvRecv{token, c->qpn, own};
+  rrecvs_[rid] = RndvRecv{token, c->qpn, own, win};
   MsgHdr mh;
   mh.kind = static_cast<uint8_t>(MsgKind::kCts);
   mh.recv_id = rid;
@@ -75,9 +84,16 @@ void VerbsBackend::release(void* desc) {
 void VerbsBackend::finishRecv(uint32_t recv_id, const Status& st) {
   auto it = rrecvs_.find(recv_id);
   if (it == rrecvs_.end()) return;
-  if (it->second.own_mr != nullptr) ibv_dereg_mr(it->second.own_mr);
-  recvs_done_.emplace_back(it->second.token, st);
+  const RndvRecv r = it->second;
   rrecvs_.erase(it);
+  Conn* c = r.win.mw != nullptr && st ? connByQpn(r.qpn) : nullptr;
+  if (c != nullptr && !c->dead) {  // reported once the window is closed (window.cc)
+    closeWindow(*c, r.win, r.token, 0, false, r.own_mr);
+    return;
+  }
+  dropWindow(r.win);
+  if (r.own_mr != nullptr) ibv_dereg_mr(r.own_mr);
+  recvs_done_.emplace_back(r.token, st);
 }
 
 }  // namespace tictac::transport::verbs

@@ -66,6 +66,12 @@ struct Tuning {
   // An advert is never needed for progress: a tensor sent before its
   // advert leaves goes by kRts/kCts. 1 = every advert leaves at once.
   uint32_t advert_batch = 16;
+  // 1 = rkeys scoped per transfer (window.cc): registrations get no remote
+  // access; each kCts and advert hands out a type-2 memory window bound over
+  // its buffer alone, invalidated before the receive is reported done. 0 =
+  // the registration's rkey (the peer may write the whole region while it
+  // stays registered).
+  uint32_t windows = 0;
 };
 
 }  // namespace tictac::transport::verbs

@@ -1,0 +1,196 @@
+// rkeys scoped per transfer (windows=1; suite 'verbs', run inside
+// tools/softroce-vm). A peer that turns hostile posts its own RDMA WRITEs on
+// its QP, with the rkey an advert gave it or with the registration's rkey:
+// with windows, a write after the transfer ended, or through the
+// registration, must fail the writer's QP and leave the receiver's memory
+// untouched; without windows (the default) the
+// registration's rkey writes anywhere in the region, which the first case
+// shows so that the harness is known to see a write that lands. The
+// channel suites run over this configuration too ("verbs-windows").
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/transport/verbs_helper.h"
+#include "transport/core/wire.h"
+#include "transport/verbs/backend.h"
+#include "transport/verbs/factory.h"
+
+namespace tictac::transport::test {
+namespace {
+
+ContextOptions windowOptions() {
+  ContextOptions o = verbsLoOptions();
+  o.backend_config["windows"] = "1";
+  return o;
+}
+const bool registered = registerBackendHelper({"verbs-windows", windowOptions, verbsViable});
+
+constexpr size_t kChunk = 64 << 10, kChunks = 2, kLen = kChunk * kChunks, kPad = 4096;
+constexpr uint32_t kIter = 1;
+constexpr uint64_t kTensor = 5, kAdvToken = 77;
+constexpr char kHostile = 'H';
+
+struct Events : BackendEvents {
+  int sends_ok = 0, failures = 0;
+  std::vector<std::pair<size_t, bool>> adverts;
+  void onMessage(PeerId, std::span<const std::byte>, Incoming&) override {}
+  void onSendDone(uint64_t, const Status& s) override { s ? ++sends_ok : ++failures; }
+  void onReceiveDone(uint64_t, const Status& s) override { s ? void() : void(++failures); }
+  void onPeerError(PeerId, const Status&) override { ++failures; }
+  void onAdvertDone(uint64_t, size_t bytes, const Status& s) override {
+    adverts.emplace_back(bytes, bool(s));
+  }
+};
+
+// a writes, b advertises dst[kPad, kPad + kLen) out of a registration of all of dst.
+struct Pair {
+  Events ea, eb;
+  std::unique_ptr<Backend> a, b;
+  std::vector<char> src = std::vector<char>(kLen), dst = std::vector<char>(kPad + kLen + kPad, 0);
+  std::unique_ptr<MemoryRegion> src_mr, dst_mr;
+  std::deque<wire::Header> headers;
+
+  explicit Pair(const char* windows) {
+    BackendOptions o;
+    o.config = {{"address", "127.0.0.1"}, {"windows", windows}};
+    auto ra = verbs::create(o, &ea);
+    auto rb = verbs::create(o, &eb);
+    EXPECT_TRUE(ra && rb) << (ra ? rb.status() : ra.status()).toString();
+    if (!ra || !rb) return;
+    a = std::move(ra.value());
+    b = std::move(rb.value());
+    auto la = a->localAddress(), lb = b->localAddress();
+    EXPECT_TRUE(a->addPeer(1, lb));
+    EXPECT_TRUE(b->addPeer(1, la));
+    for (size_t k = 0; k < kLen; ++k)
+      src[k] = static_cast<char>((k * 7 + 3) & 63);  // never kHostile
+    src_mr = a->registerMemory(src.data(), kLen).value();
+    dst_mr = b->registerMemory(dst.data(), dst.size()).value();
+  }
+  verbs::VerbsBackend& va() { return static_cast<verbs::VerbsBackend&>(*a); }
+  template <typename F>
+  bool drive(F done) {
+    return driveBoth(*a, *b, done);
+  }
+  // b's advert, as a holds it.
+  verbs::VerbsBackend::HeldAdvert offer() {
+    EXPECT_TRUE(b->advertise(1, kIter, kTensor, dst.data() + kPad, kLen, dst_mr.get(), kAdvToken));
+    EXPECT_TRUE(drive([&] { return va().heldAdverts(1).size() == 1; })) << "advert never held";
+    auto held = va().heldAdverts(1);
+    return held.empty() ? verbs::VerbsBackend::HeldAdvert{0, 0, 0} : held[0];
+  }
+  void sendTensor() {
+    for (size_t i = 0; i < kChunks; ++i) {
+      wire::Header& h = headers.emplace_back();
+      h.type = uint8_t(wire::MsgType::kData);
+      h.src_peer = 1;
+      h.iteration = kIter;
+      h.tensor_id = kTensor;
+      h.op_id = 1;
+      h.total_len = kLen;
+      h.offset = i * kChunk;
+      h.length = kChunk;
+      if (i + 1 == kChunks) h.flags = wire::kFlagLast;
+      ASSERT_TRUE(
+          a->post(1, wire::asBytes(h), src.data() + h.offset, kChunk, src_mr.get(), i + 1, 0));
+    }
+  }
+  // A WRITE of 64 bytes of kHostile that a's backend never asked for, on its
+  // QP to b. True: it landed (completed); false: the QP failed it.
+  bool hostileWrite(uint64_t addr, uint32_t rkey) {
+    std::fill(src.begin(), src.begin() + 64, kHostile);
+    ibv_qp* qp = va().peerQps(1).at(0).qp;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), 64, verbs::mrOf(src_mr.get())->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = uint64_t{1} << 40;  // no work of the backend: its completion is ignored
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = addr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(ibv_post_send(qp, &wr, &bad), 0);
+    auto state = [&] {
+      ibv_qp_attr at{};
+      ibv_qp_init_attr ia{};
+      return ibv_query_qp(qp, &at, IBV_QP_STATE, &ia) == 0 ? at.qp_state : IBV_QPS_UNKNOWN;
+    };
+    auto landed = [&] { return std::count(dst.begin(), dst.end(), kHostile) == 64; };
+    EXPECT_TRUE(drive([&] { return landed() || state() == IBV_QPS_ERR; }))
+        << "the write neither landed nor failed";
+    return landed();
+  }
+  size_t hostileBytes() const { return std::count(dst.begin(), dst.end(), kHostile); }
+};
+
+TEST(VerbsWindows, WithoutWindowsTheRegistrationRkeyWritesTheWholeRegion) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  ASSERT_TRUE(registered);
+  Pair p("0");
+  ASSERT_TRUE(p.a && p.b);
+  auto held = p.offer();
+  EXPECT_EQ(held.rkey, verbs::mrOf(p.dst_mr.get())->rkey);
+  EXPECT_TRUE(p.hostileWrite(reinterpret_cast<uintptr_t>(p.dst.data()), held.rkey))
+      << "the default configuration was expected to let the peer write outside its advert";
+}
+
+TEST(VerbsWindows, RegistrationRkeyWritesNothing) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Pair p("1");
+  ASSERT_TRUE(p.a && p.b);
+  auto held = p.offer();
+  EXPECT_NE(held.rkey, verbs::mrOf(p.dst_mr.get())->rkey) << "the advert must name a window";
+  EXPECT_FALSE(p.hostileWrite(held.addr, verbs::mrOf(p.dst_mr.get())->rkey));
+  EXPECT_EQ(p.hostileBytes(), 0u);
+}
+
+// The window spans the advertised buffer and takes the peer's writes there.
+// (Writes outside it but inside the registration are the NIC's to refuse: rxe
+// checks them against the registration only, docs/softroce.md section 6f.)
+TEST(VerbsWindows, WindowSpansTheAdvertisedBuffer) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Pair p("1");
+  ASSERT_TRUE(p.a && p.b);
+  auto held = p.offer();
+  EXPECT_EQ(held.addr, reinterpret_cast<uintptr_t>(p.dst.data() + kPad));
+  EXPECT_EQ(held.len, kLen);
+  EXPECT_TRUE(p.hostileWrite(held.addr + kLen - 64, held.rkey)) << "inside the window";
+  EXPECT_EQ(p.hostileBytes(), 64u);
+}
+
+TEST(VerbsWindows, WindowClosesBeforeTheAdvertIsReportedDone) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Pair p("1");
+  ASSERT_TRUE(p.a && p.b);
+  auto held = p.offer();
+  ASSERT_NO_FATAL_FAILURE(p.sendTensor());
+  ASSERT_TRUE(p.drive([&] { return p.ea.sends_ok == int{kChunks} && !p.eb.adverts.empty(); }));
+  EXPECT_EQ(p.eb.adverts, (std::vector<std::pair<size_t, bool>>{{kLen, true}}));
+  EXPECT_TRUE(std::equal(p.src.begin(), p.src.end(), p.dst.begin() + kPad));
+  EXPECT_EQ(p.ea.failures + p.eb.failures, 0);
+  // The tensor is the receiver's now: the advert's rkey must be dead.
+  EXPECT_FALSE(p.hostileWrite(held.addr, held.rkey));
+  EXPECT_EQ(p.hostileBytes(), 0u);
+}
+
+TEST(VerbsWindows, OptionIsChecked) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Events ev;
+  BackendOptions o;
+  o.config = {{"address", "127.0.0.1"}, {"windows", "2"}};
+  auto b = verbs::create(o, &ev);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("windows"), std::string::npos) << b.status().toString();
+}
+
+}  // namespace
+}  // namespace tictac::transport::test
