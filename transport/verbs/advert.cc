@@ -169,6 +169,7 @@ void VerbsBackend::onAdvert(Conn& c, const MsgHdr& mh, const AdvBody& body) {
     return;
   }
   c.adverts_in[tag] = Conn::AdvertIn{mh.recv_id, mh.rkey, mh.addr, mh.len, 0};
+  c.last_rkey = mh.rkey;
 }
 
 void VerbsBackend::onAdvertRevoke(Conn& c, const MsgHdr& mh) {

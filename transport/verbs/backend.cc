@@ -208,6 +208,9 @@ void VerbsBackend::killConn(Conn& c, const Status& why) {
   for (uint32_t id : recvs) finishRecv(id, why);
   c.adverts_held.clear();  // in adverts_out_, failed below
   failAdverts(c.qpn, why);
+  // Its posted invalidations complete only when polled, maybe after the core
+  // deregistered the memory their windows hold (destruction): they go now.
+  if (tune_.windows != 0) dropPostedWindows(c.qpn);
   c.adverts_in.clear();
   c.adverts_cut.clear();
 }

@@ -101,13 +101,9 @@ class VerbsBackend final : public Backend {
     uint64_t posted;
     uint64_t compact;     // of those, compact eager messages (compact.h)
     size_t adverts_held;  // the peer's adverts accepted and not yet ended (advert.cc)
+    uint32_t last_rkey;   // of the peer's last kCts or advert taken
   };
   std::vector<ClassQpInfo> peerQps(PeerId peer) const;
-  struct HeldAdvert {  // an advert of the peer accepted here: where it lets us write
-    uint64_t addr, len;
-    uint32_t rkey;
-  };
-  std::vector<HeldAdvert> heldAdverts(PeerId peer) const;
   static constexpr size_t kMaxClasses = 8;
 
   // For memory hooks (memory.cc).
@@ -220,15 +216,18 @@ class VerbsBackend final : public Backend {
   void releaseAdverts(Conn& c);
   unsigned drainChannel();
   // rkeys scoped per transfer (window.cc, Tuning::windows): the device check,
-  // a window bound on c over (mr, addr, len) (kBind queued), its invalidation
-  // queued (kInval: its completion reports the receive or advert), a kInval's
-  // end, a window given up, the post of a kBind/kInval, and teardown.
+  // a window bound on c (kBind queued), its invalidation queued (kInval: its
+  // completion reports the receive or advert), a kInval's end, a window given
+  // up, a kBind/kInval's post, the windows of the kInvals of QP qpn (0: all,
+  // with their temporary MRs) dropped at once (their completions still
+  // report), and teardown.
   Status checkWindows() const;
   Result<Window> bindWindow(Conn& c, ibv_mr* mr, uint64_t addr, size_t len);
   void closeWindow(Conn& c, Window win, uint64_t token, uint64_t bytes, bool advert, ibv_mr* own);
   void windowClosed(Work& w, bool invalidated);
   void dropWindow(Window win);
   int postWindowWork(Conn& c, Work& w, uint64_t id);
+  void dropPostedWindows(uint32_t qpn);
   void freeWindows();
   std::vector<Window> free_windows_;  // invalidated, ready to bind again
 

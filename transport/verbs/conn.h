@@ -106,6 +106,7 @@ struct Conn {
   std::vector<Work> adverts_held;                      // this side's kAdv records not sent yet
   uint32_t adverts_sent = 0;                           // ... sent, their end not yet arrived
   uint64_t over_since_ns = 0;  // backlogs above kMaxQueuedWorks since (queueWork)
+  uint32_t last_rkey = 0;      // of the peer's last kCts or advert taken (diagnostics)
   bool connected = false, dead = false, reported = false;
 };
 struct RndvSend {  // a posted rendezvous payload waiting for its kCts

@@ -285,7 +285,7 @@ std::vector<VerbsBackend::ClassQpInfo> VerbsBackend::peerQps(PeerId peer) const 
   if (it == peers_.end()) return out;
   for (uint32_t q : it->second) {
     const Conn& c = *conns_.at(q);
-    out.push_back({c.qp, c.cls, c.posted, c.compact, c.adverts_in.size()});
+    out.push_back({c.qp, c.cls, c.posted, c.compact, c.adverts_in.size(), c.last_rkey});
   }
   return out;
 }

@@ -213,6 +213,7 @@ size_t VerbsBackend::onMsg(Conn& c, const char* buf, size_t bytes) {
       }
       if (stats_.on) stats_.onCts(it->second.rts_ns, Stats::nowNs());
       rsends_.erase(it);
+      c.last_rkey = mh.rkey;
       queueWrite(
           c, RndvSendArgs{s.token, s.data, s.len, s.lkey, s.own_mr, mh.addr, mh.rkey, mh.recv_id});
       return need;

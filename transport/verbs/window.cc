@@ -78,8 +78,7 @@ void VerbsBackend::closeWindow(Conn& c, Window win, uint64_t token, uint64_t byt
 }
 
 void VerbsBackend::windowClosed(Work& w, bool invalidated) {
-  if (w.win.mw == nullptr) return;
-  if (invalidated) {
+  if (w.win.mw != nullptr && invalidated) {
     free_windows_.push_back(w.win);
   } else {
     dropWindow(w.win);  // before own_mr is deregistered: a bound window holds its MR
@@ -126,22 +125,19 @@ int VerbsBackend::postWindowWork(Conn& c, Work& w, uint64_t id) {
   return 0;
 }
 
-std::vector<VerbsBackend::HeldAdvert> VerbsBackend::heldAdverts(PeerId peer) const {
-  std::vector<HeldAdvert> out;
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return out;
-  for (uint32_t q : it->second) {
-    for (const auto& [tag, a] : conns_.at(q)->adverts_in) out.push_back({a.addr, a.len, a.rkey});
+void VerbsBackend::dropPostedWindows(uint32_t qpn) {
+  // A kBind's window is its transfer's (dropped with it); a kInval's is its own.
+  for (Work& w : works_) {
+    if (!w.live || w.kind != Work::kInval || (qpn != 0 && w.qpn != qpn)) continue;
+    dropWindow(std::exchange(w.win, Window{}));
+    if (qpn == 0 && w.own_mr != nullptr) ibv_dereg_mr(std::exchange(w.own_mr, nullptr));
   }
-  return out;
 }
 
 void VerbsBackend::freeWindows() {
   for (auto& [id, r] : rrecvs_) dropWindow(std::exchange(r.win, Window{}));
   for (auto& [imm, a] : adverts_out_) dropWindow(std::exchange(a.win, Window{}));
-  for (Work& w : works_) {  // a kBind's window is its transfer's (above)
-    if (w.live && w.kind == Work::kInval) dropWindow(std::exchange(w.win, Window{}));
-  }
+  dropPostedWindows(0);
   for (Window& win : free_windows_) dropWindow(win);
   free_windows_.clear();
 }
