@@ -70,6 +70,25 @@ Status loadHints(const tictac_options_t& c, ContextOptions& opts) {
   return Status::ok();
 }
 
+// tictac_options_t::backend_config: "key=value;key=value" (NULL or "": none).
+Status parseBackendConfig(const char* text, std::map<std::string, std::string>* out) {
+  if (text == nullptr) return Status::ok();
+  const std::string all = text;
+  size_t at = 0;
+  while (at < all.size()) {
+    size_t end = std::min(all.find(';', at), all.size());
+    const std::string pair = all.substr(at, end - at);
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status(StatusCode::kInvalidArgument, "backend_config '" + all + "': '" + pair +
+                                                      "' is not key=value (pairs end with ';')");
+    }
+    (*out)[pair.substr(0, eq)] = pair.substr(eq + 1);
+    at = end + 1;
+  }
+  return Status::ok();
+}
+
 int giveOp(Result<OpHandle>& r, tictac_op_t** out) {
   if (!r) return fail(r.status());
   if (out != nullptr) *out = new tictac_op{r.value()};
@@ -97,8 +116,11 @@ int tictac_context_create(const tictac_options_t* o, tictac_context_t** out) {
     tictac_options_t c{};
     std::memcpy(&c, o, o->struct_size);
     if (c.backend != nullptr) opts.backend = c.backend;
-    if (c.ucx_tls != nullptr) opts.backend_config["TLS"] = c.ucx_tls;
-    if (c.ucx_net_devices != nullptr) opts.backend_config["NET_DEVICES"] = c.ucx_net_devices;
+    if (opts.backend != "verbs") {  // UCX names: verbs refuses keys it does not know
+      if (c.ucx_tls != nullptr) opts.backend_config["TLS"] = c.ucx_tls;
+      if (c.ucx_net_devices != nullptr) opts.backend_config["NET_DEVICES"] = c.ucx_net_devices;
+    }
+    if (Status b = parseBackendConfig(c.backend_config, &opts.backend_config); !b) return fail(b);
     opts.progress_thread = c.progress_thread != 0;
     if (c.progress_cpus != nullptr) opts.progress_cpus = c.progress_cpus;
     opts.job_token = c.job_token;

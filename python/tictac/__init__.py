@@ -24,7 +24,7 @@ import ctypes
 import threading
 
 from . import _capi
-from ._args import _buffer, _enc, _int, _ms
+from ._args import _backend_config, _buffer, _enc, _int, _ms
 from ._capi import lib
 from ._handle import Error, _check, _Handle
 
@@ -217,16 +217,16 @@ class Context(_Handle):
     def __init__(self, backend="ucx", ucx_tls=None, ucx_net_devices=None, progress_thread=False,
                  job_token=0, chunk_bytes=0, window_bytes=0, rate_gbps=0.0, max_queued=0,
                  peer_timeout_ms=0, hints_tsv=None, graph=None, analyzer=None, progress_cpus=None,
-                 max_unexpected_bytes=0):
+                 max_unexpected_bytes=0, backend_config=None):
         o = _capi.Options()
         o.struct_size = ctypes.sizeof(o)
         names = ("backend", "ucx_tls", "ucx_net_devices", "hints_tsv", "graph", "analyzer",
-                 "progress_cpus")
+                 "progress_cpus", "backend_config")
         self._strings = [_enc(x, n) for x, n in zip((backend, ucx_tls, ucx_net_devices,
-                                                      hints_tsv, graph, analyzer,
-                                                      progress_cpus), names)]
+                                                      hints_tsv, graph, analyzer, progress_cpus,
+                                                      _backend_config(backend_config)), names)]
         (o.backend, o.ucx_tls, o.ucx_net_devices, o.hints_tsv, o.graph,
-         o.analyzer, o.progress_cpus) = self._strings
+         o.analyzer, o.progress_cpus, o.backend_config) = self._strings
         o.progress_thread = 1 if progress_thread else 0
         o.job_token = _int(job_token, "job_token", 64)
         o.chunk_bytes = _int(chunk_bytes, "chunk_bytes", 64)

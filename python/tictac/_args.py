@@ -69,3 +69,17 @@ def _buffer(obj, writable):
         return None, 0, obj
     view = (ctypes.c_char * mv.nbytes).from_buffer(mv)
     return ctypes.addressof(view), mv.nbytes, (obj, mv, view)
+
+
+def _backend_config(cfg):
+    """Backend options (a dict, or the C ABI's "key=value;..." text) as that text."""
+    if cfg is None or isinstance(cfg, (str, bytes)):
+        return cfg
+    pairs = []
+    for k, v in dict(cfg).items():
+        k, v = str(k), str(v)
+        if not k or "=" in k or ";" in k or ";" in v:
+            raise ValueError(f"tictac: backend_config {k!r}: {v!r}: a key must be non-empty "
+                             "without '=' or ';', a value without ';'")
+        pairs.append(f"{k}={v}")
+    return ";".join(pairs)

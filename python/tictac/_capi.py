@@ -35,6 +35,7 @@ class Options(ctypes.Structure):
         ("analyzer", ctypes.c_char_p),
         ("progress_cpus", ctypes.c_char_p),
         ("max_unexpected_bytes", ctypes.c_size_t),
+        ("backend_config", ctypes.c_char_p),
     ]
 
 

@@ -1,7 +1,7 @@
 /* tests/c/c_api_more.c: more of the C ABI test (see c_api_test.c):
- * tictac_send_batch(), and the receive limit max_unexpected_bytes, which a
+ * tictac_send_batch(), the receive limit max_unexpected_bytes, which a
  * caller built against an older header (struct_size ending before it) does
- * not get. */
+ * not get, and backend_config. */
 #include <stddef.h>
 #include <string.h>
 
@@ -102,4 +102,33 @@ static void early_tensor(const tictac_options_t* base, size_t struct_size, int l
 void check_unexpected_limit(const tictac_options_t* base) {
   early_tensor(base, sizeof(tictac_options_t), 1);
   early_tensor(base, offsetof(tictac_options_t, max_unexpected_bytes), 0);
+}
+
+/* backend_config: "key=value;..." pairs. A pair that is not key=value, or a
+ * key the verbs backend does not know (checked before it looks for a device),
+ * fails creation naming it; UCX takes its configuration names; a caller
+ * built against an older header has none (the field is never read). */
+void check_backend_config(const tictac_options_t* base) {
+  tictac_options_t o = *base;
+  tictac_context_t* c = NULL;
+  const char* bad[] = {"TLS", "TLS=tcp;=lo", "windws"};
+  for (int i = 0; i < 3; ++i) {
+    o.backend_config = bad[i];
+    CHECK(tictac_context_create(&o, &c) == TICTAC_INVALID_ARGUMENT &&
+              strstr(tictac_last_error(), "is not key=value") != NULL,
+          "a malformed backend_config is refused, named");
+  }
+  o.backend = "verbs";
+  o.backend_config = "windows=1;windws=1";
+  CHECK(tictac_context_create(&o, &c) == TICTAC_INVALID_ARGUMENT &&
+            strstr(tictac_last_error(), "unknown option 'windws'") != NULL,
+        "verbs refuses a key it does not know, named");
+  o.backend = base->backend;
+  o.backend_config = "TLS=tcp;NET_DEVICES=lo";
+  CHECK(tictac_context_create(&o, &c) == TICTAC_OK, "UCX takes its names from backend_config");
+  tictac_context_destroy(c);
+  o.backend_config = "NOT A LIST";
+  o.struct_size = offsetof(tictac_options_t, backend_config);
+  CHECK(tictac_context_create(&o, &c) == TICTAC_OK, "an older struct_size has no backend_config");
+  tictac_context_destroy(c);
 }

@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
 
   caller_driven(&opts);
   check_unexpected_limit(&opts);
+  check_backend_config(&opts);
 
   tictac_options_t h = opts;
   tictac_context_t* c = NULL;

@@ -63,5 +63,6 @@ static inline double now_ms(void) {
  * max_unexpected_bytes with a current and an older struct_size. */
 void check_send_batch(tictac_channel_t* ab, tictac_channel_t* ba);
 void check_unexpected_limit(const tictac_options_t* base);
+void check_backend_config(const tictac_options_t* base);
 
 #endif

@@ -1,7 +1,7 @@
 """The Python binding's receive limit: a sender that runs past the
 receiver's max_unexpected_bytes (tensors sent before their expect) is
 failed, with the limit named, and learns it too (its sends fail
-peer_lost instead of waiting). Over UCX shm and tcp, two contexts in this
+peer_lost instead of waiting). And backend_config, checked. Over UCX shm and tcp, two contexts in this
 process, each with its progress thread."""
 import contextlib, unittest
 
@@ -28,6 +28,22 @@ class Base:
             with contextlib.suppress(tictac.Error):
                 s.wait(30)
         self.assertIn("peer_lost", {s.status for s in sends})
+
+    def test_backend_config(self):
+        # A dict or the C ABI's text; UCX takes its names from it.
+        tictac.Context(ucx_tls=self.TLS, backend_config={"TLS": self.TLS}).close()
+        tictac.Context(ucx_tls=self.TLS, backend_config=f"TLS={self.TLS}").close()
+        for bad in ({"": "x"}, {"A=B": "1"}, {"TLS": "tcp;x"}):
+            with self.assertRaises(ValueError):
+                tictac.Context(ucx_tls=self.TLS, backend_config=bad)
+        with self.assertRaises(tictac.Error) as cm:
+            tictac.Context(ucx_tls=self.TLS, backend_config="TLS")
+        self.assertEqual(cm.exception.name, "invalid_argument")
+        # verbs checks its keys before it looks for a device, so this holds on any host.
+        with self.assertRaises(tictac.Error) as cm:
+            tictac.Context(backend="verbs", backend_config={"windows": 1, "windws": 1})
+        self.assertEqual(cm.exception.name, "invalid_argument")
+        self.assertIn("unknown option 'windws'", str(cm.exception))
 
     def test_out_of_range_limit(self):
         for bad in (-1, 2**64):

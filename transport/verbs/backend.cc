@@ -1,11 +1,13 @@
 // Verbs backend: setup, QP creation and connection, peer teardown.
 #include "transport/verbs/backend.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string_view>
 #include <utility>
 
 #include "transport/verbs/config.h"
@@ -37,6 +39,26 @@ Status parseU32(const BackendOptions& o, const char* key, uint32_t lo, uint32_t 
   return Status::ok();
 }
 
+// Every key of BackendOptions::config the backend reads (factory.h): any
+// other is refused, so that a misspelt option is not silently ignored.
+Status checkKeys(const BackendOptions& o) {
+  static constexpr std::string_view kKeys[] = {
+      "address",      "gid_index",           "eager_bytes",       "sq_depth",
+      "rq_depth",     "repost_batch",        "traffic_class",     "sl",
+      "class_bounds", "class_traffic_class", "class_sl",          "idle_spins",
+      "idle_spin_us", "idle_block_us",       "idle_yield_us",     "rndv_spin_us",
+      "rndv_nap_us",  "write_piece_bytes",   "write_queue_bytes", "rts_batch",
+      "adverts",      "advert_batch",        "windows",           "qp_timeout",
+      "cm",           "cm_timeout_ms"};
+  for (const auto& [key, value] : o.config) {
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      return {StatusCode::kInvalidArgument,
+              "verbs: unknown option '" + key + "' (transport/verbs/factory.h lists the keys)"};
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEvents* events) {
@@ -46,6 +68,7 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& options, BackendEv
 }
 
 Status VerbsBackend::init(const BackendOptions& options) {
+  if (Status s = checkKeys(options); !s) return s;
   uint32_t tc = 0, sl = 0;
   const uint32_t min_recv = kMinRecvBytes;
   static_assert(kMinRecvBytes == sizeof(MsgHdr) + kMaxCoreHeader + kInlineMax);

@@ -69,7 +69,8 @@
 // turnaround, post -> completion and ibv_post_send(); stats.h) as one
 // JSON line on stderr when the backend is destroyed.
 // Every numeric key may also come from TICTAC_VERBS_<KEY> (e.g.
-// TICTAC_VERBS_IDLE_SPINS); BackendOptions::config wins.
+// TICTAC_VERBS_IDLE_SPINS); BackendOptions::config wins. A config key not
+// listed here fails creation (kInvalidArgument naming it).
 // No device: kNoDevice with the reason. Never initializes UCX.
 #pragma once
 
