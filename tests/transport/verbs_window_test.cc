@@ -97,18 +97,18 @@ struct Pair {
     return driveBoth(*a, *b, done);
   }
   // b's advert of dst[kPad, kPad + kLen), once a holds it; the rkey it names.
-  uint32_t offer() {
-    EXPECT_TRUE(b->advertise(1, kIter, kTensor, dst.data() + kPad, kLen, dst_mr.get(), kAdvToken));
+  uint32_t offer(uint64_t tensor = kTensor) {
+    EXPECT_TRUE(b->advertise(1, kIter, tensor, dst.data() + kPad, kLen, dst_mr.get(), kAdvToken));
     EXPECT_TRUE(drive([&] { return qpA().adverts_held == 1; })) << "advert never held";
     return qpA().last_rkey;
   }
-  void sendTensor() {
+  void sendTensor(uint64_t tensor = kTensor) {
     for (size_t i = 0; i < kChunks; ++i) {
       wire::Header& h = headers.emplace_back();
       h.type = uint8_t(wire::MsgType::kData);
       h.src_peer = 1;
       h.iteration = kIter;
-      h.tensor_id = kTensor;
+      h.tensor_id = tensor;
       h.op_id = 1;
       h.total_len = kLen;
       h.offset = i * kChunk;
@@ -202,6 +202,23 @@ TEST(VerbsWindows, AdvertWindowDiesBeforeItsEndIsReported) {
   ASSERT_TRUE(p.drive([&] { return p.ea.sends_ok == int{kChunks} && !p.eb.adverts.empty(); }));
   EXPECT_EQ(p.eb.adverts, (std::vector<std::pair<size_t, bool>>{{kLen, true}}));
   EXPECT_EQ(p.ea.failures + p.eb.failures, 0);
+  EXPECT_FALSE(p.hostileLanded(false));
+  EXPECT_EQ(p.hostileBytes(), 0u);
+}
+
+// A window goes back to a pool once invalidated and is bound again with a
+// new key: the next advert of the same buffer names another rkey, and the
+// old one stays dead while the new one is live.
+TEST(VerbsWindows, ReboundWindowTakesANewKey) {
+  TICTAC_REQUIRE_RDMA_DEVICE();
+  Pair p("1");
+  ASSERT_TRUE(p.a && p.b);
+  const uint32_t first = p.offer(kTensor);
+  ASSERT_NO_FATAL_FAILURE(p.sendTensor(kTensor));
+  ASSERT_TRUE(p.drive([&] { return p.ea.sends_ok == int{kChunks} && p.eb.adverts.size() == 1; }));
+  const uint32_t second = p.offer(kTensor + 1);
+  EXPECT_NE(second, first);
+  p.postHostile(p.bufAddr(), first);
   EXPECT_FALSE(p.hostileLanded(false));
   EXPECT_EQ(p.hostileBytes(), 0u);
 }
