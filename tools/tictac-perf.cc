@@ -121,6 +121,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("--device", o.device, "device (ucx: UCX_NET_DEVICES; verbs: ibverbs device)");
+  std::vector<std::string> backend_opts;
+  app.add_option("--backend-opt", backend_opts,
+                 "KEY=VALUE backend option, repeatable (verbs: the keys of docs/softroce.md, "
+                 "e.g. windows=1; ucx: UCX configuration names without UCX_, e.g. TLS=tcp)")
+      ->allow_extra_args(false);
   app.add_flag("--json", o.json_out, "one JSON object per result on stdout");
   app.add_option("SERVER", o.server, "server host name or address (client mode)");
   try {
@@ -141,6 +146,12 @@ int main(int argc, char** argv) {
           "--port 0 (any free port) is for a server; a client needs the "
           "server's port");
     }
+    for (const std::string& kv : backend_opts) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        throw std::invalid_argument("--backend-opt '" + kv + "': expected KEY=VALUE");
+      }
+    }
     if (s_opt->count() > 0) o.size = parseSize("--size", size_s, 1);
     if (app.count("--window") > 0) o.window = parseSize("--window", window_s, 0);
     if (app.count("--chunk") > 0) o.chunk = parseSize("--chunk", chunk_s, 0);
@@ -156,6 +167,10 @@ int main(int argc, char** argv) {
   copts.backend = o.backend;
   copts.device = o.device;
   if (o.backend == "ucx" && !o.device.empty()) copts.backend_config["NET_DEVICES"] = o.device;
+  for (const std::string& kv : backend_opts) {
+    const size_t eq = kv.find('=');
+    copts.backend_config[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   copts.window_bytes = o.window;
   copts.chunk_bytes = o.chunk;
   copts.rate_gbps = o.rate;

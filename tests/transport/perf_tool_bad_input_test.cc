@@ -99,6 +99,8 @@ TEST_F(PerfBadInput, BadNumbersExit2WithOneLineNamingTheFlag) {
       {"--rate-gbps inf", "--rate-gbps"},
       {"--rate-gbps 1e-300", "--rate-gbps"},  // a run that would never end
       {"--port 70000", "--port"},
+      {"--backend-opt TLS", "--backend-opt"},
+      {"--backend-opt =tcp", "--backend-opt"},
   };
   for (const auto& [args, flag] : cases) {
     // Nothing listens on port 1: a flag accepted here would make the client
@@ -114,6 +116,13 @@ TEST_F(PerfBadInput, BadNumbersExit2WithOneLineNamingTheFlag) {
   ToolRun r = scratch_->run("timeout 60 " + kPerf, "--port 0 127.0.0.1");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--port 0"), std::string::npos) << r.err;
+  // A backend option verbs does not know: refused before it looks for a
+  // device (so here too), naming the key; the positional SERVER is not
+  // taken for a second option.
+  r = scratch_->run("timeout 60 " + kPerf,
+                    "--backend verbs --backend-opt windows=1 --backend-opt windws=1 127.0.0.1");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("unknown option 'windws'"), std::string::npos) << r.err;
   // An empty SERVER started a server instead of refusing.
   r = scratch_->run("timeout 60 " + kPerf, "--port 1 ''");
   EXPECT_EQ(r.code, 2) << r.err;
