@@ -78,13 +78,14 @@ Status parseBackendConfig(const char* text, std::map<std::string, std::string>* 
   while (at < all.size()) {
     size_t end = std::min(all.find(';', at), all.size());
     const std::string pair = all.substr(at, end - at);
+    at = end + 1;
+    if (pair.empty()) continue;  // "a=1;", ";a=1", "a=1;;b=2"
     const size_t eq = pair.find('=');
     if (eq == std::string::npos || eq == 0) {
       return Status(StatusCode::kInvalidArgument, "backend_config '" + all + "': '" + pair +
                                                       "' is not key=value (pairs end with ';')");
     }
     (*out)[pair.substr(0, eq)] = pair.substr(eq + 1);
-    at = end + 1;
   }
   return Status::ok();
 }

@@ -123,8 +123,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "device (ucx: UCX_NET_DEVICES; verbs: ibverbs device)");
   std::vector<std::string> backend_opts;
   app.add_option("--backend-opt", backend_opts,
-                 "KEY=VALUE backend option, repeatable (verbs: the keys of docs/softroce.md, "
-                 "e.g. windows=1; ucx: UCX configuration names without UCX_, e.g. TLS=tcp)")
+                 "KEY=VALUE backend option, repeatable (verbs: the keys listed in "
+                 "transport/verbs/factory.h, e.g. windows=1; ucx: UCX configuration names "
+                 "without UCX_, e.g. TLS=tcp; NET_DEVICES=... wins over --device)")
       ->allow_extra_args(false);
   app.add_flag("--json", o.json_out, "one JSON object per result on stdout");
   app.add_option("SERVER", o.server, "server host name or address (client mode)");

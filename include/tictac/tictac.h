@@ -76,11 +76,13 @@ typedef struct tictac_options {
    * TICTAC_PEER_LOST naming the limit. Older headers: the default. */
   size_t max_unexpected_bytes;
   /* Backend options, "key=value" pairs separated by ';' (a value may hold
-   * commas), e.g. "windows=1;class_bounds=100,1000" for verbs (the keys of
-   * docs/softroce.md; a key verbs does not know fails creation naming it) or
-   * UCX configuration names such as "TLS=tcp" for ucx. Applied after
-   * ucx_tls / ucx_net_devices (which only ucx takes). A pair without '=' or
-   * with an empty key fails with TICTAC_INVALID_ARGUMENT. Older headers: none. */
+   * commas; nothing is trimmed; empty pairs are skipped; a key given twice
+   * keeps its last value), e.g. "windows=1;class_bounds=100,1000" for verbs
+   * (the keys listed in transport/verbs/factory.h; a key verbs does not know
+   * fails creation naming it) or UCX configuration names such as "TLS=tcp"
+   * for ucx. Applied after ucx_tls / ucx_net_devices (which only ucx takes).
+   * A pair without '=' or with an empty key fails with
+   * TICTAC_INVALID_ARGUMENT. Older headers: none. */
   const char* backend_config;
 } tictac_options_t;
 

@@ -73,11 +73,21 @@ def _buffer(obj, writable):
 
 def _backend_config(cfg):
     """Backend options (a dict, or the C ABI's "key=value;..." text) as that text."""
-    if cfg is None or isinstance(cfg, (str, bytes)):
+    if cfg is None or isinstance(cfg, (str, bytes, bytearray)):
         return cfg
+
+    def text(x):
+        if isinstance(x, bool):
+            return "1" if x else "0"
+        if isinstance(x, (bytes, bytearray)):
+            return bytes(x).decode()
+        if isinstance(x, (str, int, float)):
+            return str(x)
+        raise TypeError(f"tictac: backend_config takes str, bytes or numbers, got {type(x).__name__}")
+
     pairs = []
     for k, v in dict(cfg).items():
-        k, v = str(k), str(v)
+        k, v = text(k), text(v)
         if not k or "=" in k or ";" in k or ";" in v:
             raise ValueError(f"tictac: backend_config {k!r}: {v!r}: a key must be non-empty "
                              "without '=' or ';', a value without ';'")

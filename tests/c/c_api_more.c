@@ -111,7 +111,7 @@ void check_unexpected_limit(const tictac_options_t* base) {
 void check_backend_config(const tictac_options_t* base) {
   tictac_options_t o = *base;
   tictac_context_t* c = NULL;
-  const char* bad[] = {"TLS", "TLS=tcp;=lo", "windws"};
+  const char* bad[] = {"TLS", "TLS=tcp;=lo", ";;windws"};
   for (int i = 0; i < 3; ++i) {
     o.backend_config = bad[i];
     CHECK(tictac_context_create(&o, &c) == TICTAC_INVALID_ARGUMENT &&
@@ -120,11 +120,12 @@ void check_backend_config(const tictac_options_t* base) {
   }
   o.backend = "verbs";
   o.backend_config = "windows=1;windws=1";
-  CHECK(tictac_context_create(&o, &c) == TICTAC_INVALID_ARGUMENT &&
-            strstr(tictac_last_error(), "unknown option 'windws'") != NULL,
+  CHECK(tictac_context_create(&o, &c) ==
+                (TICTAC_TEST_HAVE_VERBS ? TICTAC_INVALID_ARGUMENT : TICTAC_UNSUPPORTED) &&
+            (!TICTAC_TEST_HAVE_VERBS || strstr(tictac_last_error(), "unknown option 'windws'")),
         "verbs refuses a key it does not know, named");
   o.backend = base->backend;
-  o.backend_config = "TLS=tcp;NET_DEVICES=lo";
+  o.backend_config = ";TLS=tcp;;NET_DEVICES=lo;";
   CHECK(tictac_context_create(&o, &c) == TICTAC_OK, "UCX takes its names from backend_config");
   tictac_context_destroy(c);
   o.backend_config = "NOT A LIST";

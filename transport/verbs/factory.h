@@ -10,8 +10,9 @@
 // RDMA WRITE WITH IMMEDIATE (the immediate names the transfer).
 //
 // Device and options (BackendOptions::device / ::config, environment):
-//   device       RDMA device name (else TICTAC_VERBS_DEVICE, else the first
-//                device with an active port)
+//   device       RDMA device name: BackendOptions::device (ContextOptions::
+//                device, tictac-perf --device), not a config key; else
+//                TICTAC_VERBS_DEVICE, else the first device with an active port
 //   gid_index    GID table index (else TICTAC_VERBS_GID_INDEX, else the first
 //                IPv4-mapped RoCE v2 GID; `address` picks a specific IPv4)
 //   address      IPv4 address whose RoCE v2 GID to use (e.g. 127.0.0.1)
