@@ -164,9 +164,11 @@ int main(int argc, char** argv) {
   app.add_option("--window", c.window_bytes,
                  "transport in-flight window in bytes (0 = library default)")
       ->check(tictac::tools::unsignedInteger());
-  app.add_option("--port", c.port, "PS i listens on port + i")
-      ->check(tictac::tools::unsignedInteger())
-      ->check(CLI::Range(1, 65535));
+  auto* port_opt = app.add_option("--port", c.port,
+                                  "PS i listens on port + i (default 18600; a launch on loopback "
+                                  "without --port takes free ports instead)")
+                       ->check(tictac::tools::unsignedInteger())
+                       ->check(CLI::Range(1, 65535));
   app.add_option("--trace-iteration", c.trace_iteration, "the iteration --trace shows")
       ->check(tictac::tools::unsignedInteger());
   app.add_flag("--json", json_out, "print the report as one JSON object on stdout");
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
   app.add_flag("--shaped", c.shaped, "links are shaped outside (netns + tbf): no pacing");
   try {
     app.parse(argc, argv);
+    c.port_set = port_opt->count() > 0;
   } catch (const CLI::ParseError& e) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
   }

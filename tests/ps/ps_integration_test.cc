@@ -170,6 +170,27 @@ TEST(PsIntegration, RoleGivesUpAfterTimeout) {
   EXPECT_NE(err.find("ps 0: --timeout of 1 s passed"), std::string::npos) << err;
 }
 
+// Two launches at once on loopback, neither with --port: each takes free
+// ports for its PS (both took 18600 before, and one failed to listen).
+TEST(PsIntegration, ConcurrentLoopbackLaunchesTakeFreePorts) {
+  const std::string cmd = "env -u TICTAC_NETNS timeout 120 " + std::string(TICTAC_BUILD_ROOT) +
+                          "/tools/tictac-ps " + TICTAC_SOURCE_ROOT +
+                          "/data/graphs/tiny.json --iterations 2 --ps 2 --timeout 60 --json";
+  std::array<FILE*, 2> p{popen(cmd.c_str(), "r"), popen(cmd.c_str(), "r")};
+  for (FILE* f : p) {
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (fgets(buf.data(), buf.size(), f)) out += buf.data();
+    const int status = pclose(f);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << ": " << out;
+    const json r = json::parse(out, nullptr, false);
+    ASSERT_TRUE(r.is_object()) << out;
+    EXPECT_EQ(r["checks"]["params_bad"], 0);
+    EXPECT_EQ(r["checks"]["iterations_complete"], r["checks"]["worker_iterations_expected"]);
+  }
+}
+
 // The --json report goes to a full disk: exit 1 with a line, not 0 (the
 // report was lost silently).
 TEST(PsIntegration, UnwritableStdoutExits1) {

@@ -29,8 +29,9 @@ struct Config {
   double compute_scale = 1.0, bwd_factor = 2.0;
   size_t chunk_bytes = 0, window_bytes = 0;  // 0 = transport defaults
   uint16_t port = 18600;                     // PS i listens on port + i
-  std::vector<std::string> peers;            // host:port of each PS (roles)
-  uint32_t trace_iteration = 1;              // the iteration a worker records spans of
+  bool port_set = false;  // --port given: else a loopback launch picks free ports (launch.cc)
+  std::vector<std::string> peers;  // host:port of each PS (roles)
+  uint32_t trace_iteration = 1;    // the iteration a worker records spans of
   bool training() const { return mode == "training"; }
 };
 

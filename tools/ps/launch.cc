@@ -2,7 +2,10 @@
 // their stdout (JSON lines) and stderr (UCX's transport choice, messages).
 #include "tools/ps/launch.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <sstream>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace tictac::ps {
 
@@ -85,17 +89,51 @@ void readLines(int fd, const std::function<void(const std::string&)>& fn) {
   close(fd);
 }
 
+// The first of n consecutive ports that 127.0.0.1 can bind now (0: none
+// found). A port the kernel picks is tried with the ones above it, so two
+// launches at once (or a port some other program holds) do not collide the
+// way a fixed default did.
+uint16_t freePorts(uint32_t n) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    std::vector<int> fds;
+    uint16_t base = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      int fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (fd < 0) break;
+      fds.push_back(fd);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(i == 0 ? 0 : static_cast<uint16_t>(base + i));
+      socklen_t len = sizeof(a);
+      if ((i > 0 && base + i > 65535) || bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+          getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        break;
+      }
+      if (i == 0) base = ntohs(a.sin_port);
+    }
+    const bool ok = fds.size() == n && base != 0;
+    for (int fd : fds) close(fd);
+    if (ok) return base;
+  }
+  return 0;
+}
+
 }  // namespace
 
-RunOutput launch(const std::string& self, const Config& c, double timeout_s) {
+RunOutput launch(const std::string& self, const Config& config, double timeout_s) {
   RunOutput out;
   auto nodes = netnsNodes();
-  const uint32_t total = c.ps + c.workers;
+  const uint32_t total = config.ps + config.workers;
   const bool netns = !nodes.empty();
   if (netns && nodes.size() < total) {
     out.error = "TICTAC_NETNS has " + std::to_string(nodes.size()) + " nodes, need " +
                 std::to_string(total);
     return out;
+  }
+  Config c = config;  // every PS has a namespace of its own: the fixed ports are free there
+  if (!netns && !c.port_set) {
+    if (uint16_t base = freePorts(c.ps); base != 0) c.port = base;
   }
   std::string peers;
   for (uint32_t i = 0; i < c.ps; ++i) {
