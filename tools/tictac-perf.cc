@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -122,6 +123,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device", o.device, "device (ucx: UCX_NET_DEVICES; verbs: ibverbs device)");
   std::vector<std::string> backend_opts;
+  std::map<std::string, std::string> backend_config;  // from backend_opts
   app.add_option("--backend-opt", backend_opts,
                  "KEY=VALUE backend option, repeatable (verbs: the keys listed in "
                  "transport/verbs/factory.h, e.g. windows=1; ucx: UCX configuration names "
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos || eq == 0) {
         throw std::invalid_argument("--backend-opt '" + kv + "': expected KEY=VALUE");
       }
+      backend_config[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     if (s_opt->count() > 0) o.size = parseSize("--size", size_s, 1);
     if (app.count("--window") > 0) o.window = parseSize("--window", window_s, 0);
@@ -168,10 +171,7 @@ int main(int argc, char** argv) {
   copts.backend = o.backend;
   copts.device = o.device;
   if (o.backend == "ucx" && !o.device.empty()) copts.backend_config["NET_DEVICES"] = o.device;
-  for (const std::string& kv : backend_opts) {
-    const size_t eq = kv.find('=');
-    copts.backend_config[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  for (const auto& [key, value] : backend_config) copts.backend_config[key] = value;  // wins
   copts.window_bytes = o.window;
   copts.chunk_bytes = o.chunk;
   copts.rate_gbps = o.rate;

@@ -54,15 +54,7 @@ struct Pair {  // a (sender) and b (receiver), connected as each other's peer 1
   explicit Pair(const std::string& adverts = "1", const std::string& sq_depth = "256") {
     BackendOptions o;
     o.config = {{"address", "127.0.0.1"}, {"adverts", adverts}, {"sq_depth", sq_depth}};
-    auto ra = verbs::create(o, &ea);
-    auto rb = verbs::create(o, &eb);
-    EXPECT_TRUE(ra && rb);
-    if (!ra || !rb) return;
-    a = std::move(ra.value());
-    b = std::move(rb.value());
-    auto la = a->localAddress(), lb = b->localAddress();
-    EXPECT_TRUE(a->addPeer(1, lb));
-    EXPECT_TRUE(b->addPeer(1, la));
+    if (!makeBackendPair(o, &ea, &eb, &a, &b)) return;
     for (size_t k = 0; k < kLen; ++k) src[k] = static_cast<char>(k * 13 + 5);
     src_mr = a->registerMemory(src.data(), kLen).value();
     dst_mr = b->registerMemory(dst.data(), kLen).value();

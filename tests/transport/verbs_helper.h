@@ -10,10 +10,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 
 #include "tests/transport/backend_helper.h"
 #include "transport/backend.h"
+#include "transport/verbs/factory.h"
 
 namespace tictac::transport::test {
 
@@ -40,6 +42,22 @@ inline ContextOptions verbsLoOptions() {
     if (!::tictac::transport::test::verbsViable())                     \
       GTEST_SKIP() << "no RDMA device (run inside tools/softroce-vm)"; \
   } while (0)
+
+// Two verbs backends made with `o`, each the other's peer 1; false (with
+// the failure recorded) when either cannot be made.
+inline bool makeBackendPair(const BackendOptions& o, BackendEvents* ea, BackendEvents* eb,
+                            std::unique_ptr<Backend>* a, std::unique_ptr<Backend>* b) {
+  auto ra = verbs::create(o, ea);
+  auto rb = verbs::create(o, eb);
+  EXPECT_TRUE(ra && rb) << (ra ? rb.status() : ra.status()).toString();
+  if (!ra || !rb) return false;
+  *a = std::move(ra.value());
+  *b = std::move(rb.value());
+  auto la = (*a)->localAddress(), lb = (*b)->localAddress();
+  EXPECT_TRUE((*a)->addPeer(1, lb));
+  EXPECT_TRUE((*b)->addPeer(1, la));
+  return true;
+}
 
 // Progresses two backends in turn until done() or 10 s pass; done()'s last value.
 template <typename F>

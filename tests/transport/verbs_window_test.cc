@@ -69,15 +69,7 @@ struct Pair {
   explicit Pair(const char* windows, const char* adverts = "1") {
     BackendOptions o;
     o.config = {{"address", "127.0.0.1"}, {"windows", windows}, {"adverts", adverts}};
-    auto ra = verbs::create(o, &ea);
-    auto rb = verbs::create(o, &eb);
-    EXPECT_TRUE(ra && rb) << (ra ? rb.status() : ra.status()).toString();
-    if (!ra || !rb) return;
-    a = std::move(ra.value());
-    b = std::move(rb.value());
-    auto la = a->localAddress(), lb = b->localAddress();
-    EXPECT_TRUE(a->addPeer(1, lb));
-    EXPECT_TRUE(b->addPeer(1, la));
+    if (!makeBackendPair(o, &ea, &eb, &a, &b)) return;
     for (size_t k = 0; k < kLen; ++k)
       src[k] = static_cast<char>((k * 7 + 3) & 63);  // never kHostile
     src_mr = a->registerMemory(src.data(), kLen).value();

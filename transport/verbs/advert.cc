@@ -264,12 +264,7 @@ bool VerbsBackend::finishAdvert(uint32_t qpn, uint32_t imm, uint64_t bytes, cons
   advert_imm_.erase(out.token);
   adverts_out_.erase(a);
   const uint64_t done = std::min(bytes, out.len);
-  Conn* c = out.win.mw != nullptr && st ? connByQpn(qpn) : nullptr;
-  if (c != nullptr && !c->dead) {  // reported once the window is closed (window.cc)
-    closeWindow(*c, out.win, out.token, done, true, nullptr);
-    return true;
-  }
-  dropWindow(out.win);
+  if (closeWindow(qpn, out.win, st, out.token, done, true, nullptr)) return true;  // reported then
   adverts_done_.push_back(AdvertDone{out.token, done, st});
   return true;
 }

@@ -216,14 +216,16 @@ class VerbsBackend final : public Backend {
   void releaseAdverts(Conn& c);
   unsigned drainChannel();
   // rkeys scoped per transfer (window.cc, Tuning::windows): the device check,
-  // a window bound on c (kBind queued), its invalidation queued (kInval: its
-  // completion reports the receive or advert), a kInval's end, a window given
-  // up, a kBind/kInval's post, the windows of the kInvals of QP qpn (0: all,
-  // with their temporary MRs) dropped at once (their completions still
-  // report), and teardown.
+  // a window bound on c (kBind queued), a transfer's end (true: its window's
+  // invalidation is queued and its completion reports the receive or advert;
+  // false: the window, if any, is gone and the caller reports), a kInval's
+  // end, a window given up, a kBind/kInval's post, the windows of the kInvals
+  // of QP qpn (0: all, with their temporary MRs) dropped at once (their
+  // completions still report), and teardown.
   Status checkWindows() const;
   Result<Window> bindWindow(Conn& c, ibv_mr* mr, uint64_t addr, size_t len);
-  void closeWindow(Conn& c, Window win, uint64_t token, uint64_t bytes, bool advert, ibv_mr* own);
+  bool closeWindow(uint32_t qpn, Window win, const Status& st, uint64_t token, uint64_t bytes,
+                   bool advert, ibv_mr* own);
   void windowClosed(Work& w, bool invalidated);
   void dropWindow(Window win);
   int postWindowWork(Conn& c, Work& w, uint64_t id);

@@ -86,12 +86,7 @@ void VerbsBackend::finishRecv(uint32_t recv_id, const Status& st) {
   if (it == rrecvs_.end()) return;
   const RndvRecv r = it->second;
   rrecvs_.erase(it);
-  Conn* c = r.win.mw != nullptr && st ? connByQpn(r.qpn) : nullptr;
-  if (c != nullptr && !c->dead) {  // reported once the window is closed (window.cc)
-    closeWindow(*c, r.win, r.token, 0, false, r.own_mr);
-    return;
-  }
-  dropWindow(r.win);
+  if (closeWindow(r.qpn, r.win, st, r.token, 0, false, r.own_mr)) return;  // reported then
   if (r.own_mr != nullptr) ibv_dereg_mr(r.own_mr);
   recvs_done_.emplace_back(r.token, st);
 }

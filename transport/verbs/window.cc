@@ -10,9 +10,11 @@
 // peer's QP over exactly [addr, addr + len), and the window is invalidated
 // (IBV_WR_LOCAL_INV) when the transfer ends. The receive or advert is reported
 // done only when that invalidation has completed, so once the core hands the
-// buffer back to its user, the peer can no longer write it; a write outside
-// the window, or after it, fails the peer's QP (remote access error) and
-// leaves the buffer untouched.
+// buffer back to its user, the peer can no longer write it; a write after
+// it, or through the registration, fails the peer's QP (remote access error)
+// and leaves the buffer untouched. (A write outside a live window is the
+// NIC's to refuse: rxe checks it against the registration only,
+// docs/softroce.md section 6f.)
 //
 // Both are work requests on the QP's send queue (Work::kBind, kInval), queued
 // in the Conn's backlog like a SEND: the bind thus leaves before the kCts or
@@ -64,17 +66,23 @@ Result<Window> VerbsBackend::bindWindow(Conn& c, ibv_mr* mr, uint64_t addr, size
   return win;
 }
 
-void VerbsBackend::closeWindow(Conn& c, Window win, uint64_t token, uint64_t bytes, bool advert,
-                               ibv_mr* own_mr) {
+bool VerbsBackend::closeWindow(uint32_t qpn, Window win, const Status& st, uint64_t token,
+                               uint64_t bytes, bool advert, ibv_mr* own_mr) {
+  Conn* c = win.mw != nullptr && st ? connByQpn(qpn) : nullptr;
+  if (c == nullptr || c->dead) {  // no window, a failure, or a QP that takes no more writes
+    dropWindow(win);
+    return false;
+  }
   Work w;
   w.kind = Work::kInval;
-  w.qpn = c.qpn;
+  w.qpn = qpn;
   w.win = win;
   w.token = token;
   w.len = bytes;
   w.advert_end = advert;
   w.own_mr = own_mr;
-  queueWork(c, std::move(w));  // should the QP die first, failSendWork reports it
+  queueWork(*c, std::move(w));  // should the QP die first, failSendWork reports it
+  return true;
 }
 
 void VerbsBackend::windowClosed(Work& w, bool invalidated) {
